@@ -1,0 +1,456 @@
+//! Settings of sqtt-hipcc and of the pass plugin.
+//!
+//! One parser and one validator for `sqtt.toml` and the `SQTT_*` variables. The driver merges the
+//! file and the environment into one [`Settings`], validates it, and hands it to the plugin as
+//! `SQTT_*` variables ([`Settings::to_env`]); the plugin reads them back with
+//! [`Settings::from_env`]. Both sides therefore accept the same values and give them the same
+//! meaning.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+mod parse;
+
+pub use parse::KNOWN_TOML_KEYS;
+
+/// Name of the configuration file looked up from the working directory upward.
+pub const CONFIG_FILE_NAME: &str = "sqtt.toml";
+
+/// Environment variables that carry settings (read by both driver and plugin).
+pub mod var {
+    pub const ENABLED: &str = "SQTT_ENABLED";
+    pub const INSTRUMENT_FUNCTIONS: &str = "SQTT_INSTRUMENT_FUNCTIONS";
+    pub const INSTRUMENT_BARRIERS: &str = "SQTT_INSTRUMENT_BARRIERS";
+    pub const INSTRUMENT_MEMORY: &str = "SQTT_INSTRUMENT_MEMORY";
+    pub const MEM_BARRIER: &str = "SQTT_MEM_BARRIER";
+    pub const TRACE_ADDRESSES: &str = "SQTT_TRACE_ADDRESSES";
+    pub const SHADER_CLOCK_BITS: &str = "SQTT_SHADER_CLOCK_BITS";
+    pub const SHADER_CLOCK_SHIFT: &str = "SQTT_SHADER_CLOCK_SHIFT";
+    pub const SCOPE_WAVE: &str = "SQTT_SCOPE_WAVE";
+    pub const SCOPE_SIMD: &str = "SQTT_SCOPE_SIMD";
+    pub const SCOPE_CU: &str = "SQTT_SCOPE_CU";
+    pub const SCOPE_WG: &str = "SQTT_SCOPE_WG";
+    /// Driver only: path of the real hipcc.
+    pub const HIPCC: &str = "SQTT_HIPCC";
+    /// Driver only: path of sqtt.toml.
+    pub const CONFIG: &str = "SQTT_CONFIG";
+    /// Driver only: print what the wrapper does on stderr.
+    pub const VERBOSE: &str = "SQTT_VERBOSE";
+    /// Driver only: path of the plugin shared object.
+    pub const PLUGIN: &str = "SQTT_PLUGIN";
+
+    /// Every variable that carries an instrumentation setting, in the order `to_env` writes them.
+    pub const SETTINGS: &[&str] = &[
+        INSTRUMENT_FUNCTIONS,
+        INSTRUMENT_BARRIERS,
+        INSTRUMENT_MEMORY,
+        MEM_BARRIER,
+        TRACE_ADDRESSES,
+        SHADER_CLOCK_BITS,
+        SHADER_CLOCK_SHIFT,
+        SCOPE_WAVE,
+        SCOPE_SIMD,
+        SCOPE_CU,
+        SCOPE_WG,
+    ];
+}
+
+/// Automatic function entry/exit instrumentation threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FunctionThreshold {
+    /// `0`: no function instrumentation.
+    #[default]
+    Off,
+    /// `N`: instrument functions with more than N non-trivial IR instructions.
+    Count(u32),
+    /// `cost:N`: instrument functions whose weighted cost exceeds N.
+    Cost(u32),
+}
+
+impl FunctionThreshold {
+    pub fn is_on(self) -> bool {
+        !matches!(self, FunctionThreshold::Off)
+    }
+}
+
+impl fmt::Display for FunctionThreshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FunctionThreshold::Off => write!(f, "0"),
+            FunctionThreshold::Count(n) => write!(f, "{n}"),
+            FunctionThreshold::Cost(n) => write!(f, "cost:{n}"),
+        }
+    }
+}
+
+/// `SQTT_INSTRUMENT_MEMORY=N:M`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryGrouping {
+    /// N: memory operations per marker (at least 1).
+    pub ops_per_marker: u32,
+    /// M: the largest instruction gap between two operations of one group.
+    pub max_gap: u32,
+}
+
+impl fmt::Display for MemoryGrouping {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.ops_per_marker, self.max_gap)
+    }
+}
+
+/// `SQTT_MEM_BARRIER`: the reordering boundary planted around every marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemBarrier {
+    /// Nothing but the sched_barrier hints.
+    None,
+    /// An empty `asm sideeffect "" "~{memory}"`.
+    Asm,
+    /// `fence syncscope("workgroup") acq_rel` (local address space only where MMRA exists).
+    #[default]
+    Fence,
+}
+
+impl MemBarrier {
+    pub fn name(self) -> &'static str {
+        match self {
+            MemBarrier::None => "none",
+            MemBarrier::Asm => "asm",
+            MemBarrier::Fence => "fence",
+        }
+    }
+}
+
+/// `SQTT_TRACE_ADDRESSES`: which address categories are traced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AddressTrace {
+    /// flat/global (AS 0/1), buffer intrinsics and their atomics.
+    pub memory: bool,
+    /// LDS (AS 3), LDS atomics, ds_permute / ds_bpermute.
+    pub lds: bool,
+}
+
+impl AddressTrace {
+    pub fn is_on(self) -> bool {
+        self.memory || self.lds
+    }
+}
+
+impl fmt::Display for AddressTrace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.memory, self.lds) {
+            (true, true) => write!(f, "memory,lds"),
+            (true, false) => write!(f, "memory"),
+            (false, true) => write!(f, "lds"),
+            (false, false) => write!(f, "off"),
+        }
+    }
+}
+
+/// Scope filtering masks (`SQTT_SCOPE_*`). A set bit N lets unit N emit markers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scope {
+    pub wave: u32,
+    pub simd: u32,
+    pub cu: u32,
+    pub wg: u32,
+}
+
+impl Default for Scope {
+    fn default() -> Self {
+        Scope {
+            wave: u32::MAX,
+            simd: 0xF,
+            cu: 0x3,
+            wg: u32::MAX,
+        }
+    }
+}
+
+impl Scope {
+    /// Whether filtering is active for a field of `field_bits` bits (a mask that does not
+    /// cover every value of the field filters).
+    pub fn filters(mask: u32, field_bits: u32) -> bool {
+        let values = 1u64 << field_bits.min(6);
+        let needed: u64 = if values >= 32 {
+            u32::MAX as u64
+        } else {
+            (1u64 << values) - 1
+        };
+        (mask as u64 & needed) != needed
+    }
+}
+
+/// Every instrumentation setting, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Master switch of the driver (`SQTT_ENABLED`, `enabled`). Off: the build is plain hipcc's.
+    pub enabled: bool,
+    pub instrument_functions: FunctionThreshold,
+    pub instrument_barriers: bool,
+    pub instrument_memory: Option<MemoryGrouping>,
+    pub mem_barrier: MemBarrier,
+    pub trace_addresses: AddressTrace,
+    /// gfx12 marker header bits reserved for the shader clock (0: packing off).
+    pub shader_clock_bits: u32,
+    /// Source bit offset of the packed clock window.
+    pub shader_clock_shift: u32,
+    pub scope: Scope,
+    /// Driver only: the real hipcc (`hipcc` key, `SQTT_HIPCC`).
+    pub hipcc: Option<PathBuf>,
+    /// Driver only: say what the wrapper does on stderr.
+    pub verbose: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            enabled: true,
+            instrument_functions: FunctionThreshold::Off,
+            instrument_barriers: false,
+            instrument_memory: None,
+            mem_barrier: MemBarrier::Fence,
+            trace_addresses: AddressTrace::default(),
+            shader_clock_bits: 0,
+            shader_clock_shift: DEFAULT_SHADER_CLOCK_SHIFT,
+            scope: Scope::default(),
+            hipcc: None,
+            verbose: false,
+        }
+    }
+}
+
+/// Default of `SQTT_SHADER_CLOCK_SHIFT`.
+pub const DEFAULT_SHADER_CLOCK_SHIFT: u32 = 4;
+/// Largest accepted `SQTT_SHADER_CLOCK_BITS` (leaves 6 ID bits beside the 2 flags... and more).
+pub const MAX_SHADER_CLOCK_BITS: u32 = 24;
+
+/// Where a bad value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// An environment variable.
+    Env(&'static str),
+    /// A key of a configuration file.
+    File { path: PathBuf, key: String },
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Env(v) => write!(f, "environment variable {v}"),
+            Origin::File { path, key } => write!(f, "key `{key}` in {}", path.display()),
+        }
+    }
+}
+
+/// A setting that cannot be used. The message names the key or variable, the bad value and the
+/// accepted forms.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{origin} has the invalid value {value:?}; accepted: {expected}")]
+    BadValue {
+        origin: Origin,
+        value: String,
+        expected: String,
+    },
+    #[error("{path}: unknown key `{key}`{hint}; known keys: {known}", path = .path.display(), hint = hint_text(.suggestion))]
+    UnknownKey {
+        path: PathBuf,
+        key: String,
+        suggestion: Option<String>,
+        known: String,
+    },
+    #[error("cannot read configuration file {path}: {reason}", path = .path.display())]
+    Unreadable { path: PathBuf, reason: String },
+    #[error("{path} is not valid TOML: {reason}", path = .path.display())]
+    Syntax { path: PathBuf, reason: String },
+    #[error("{first} and {second} cannot be combined: {why}")]
+    Conflict {
+        first: String,
+        second: String,
+        why: &'static str,
+    },
+}
+
+fn hint_text(s: &Option<String>) -> String {
+    match s {
+        Some(k) => format!(" (did you mean `{k}`?)"),
+        None => String::new(),
+    }
+}
+
+impl Settings {
+    /// Settings from the `SQTT_*` variables alone, over the defaults (what a hand-loaded plugin
+    /// sees). `get` returns a variable's value; empty values count as unset.
+    pub fn from_env<F>(get: F) -> Result<Settings, ConfigError>
+    where
+        F: Fn(&str) -> Option<String>,
+    {
+        let mut s = Settings::default();
+        s.apply_env(&get)?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Settings from the process environment.
+    pub fn from_process_env() -> Result<Settings, ConfigError> {
+        Settings::from_env(|k| std::env::var(k).ok())
+    }
+
+    /// Settings from a configuration file's text over the defaults (no environment).
+    pub fn from_toml_str(text: &str, path: &Path) -> Result<Settings, ConfigError> {
+        let mut s = Settings::default();
+        parse::apply_toml(&mut s, text, path)?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// The driver's view: the file (if any), then every set `SQTT_*` variable over it.
+    pub fn load<F>(file: Option<&Path>, get: F) -> Result<Settings, ConfigError>
+    where
+        F: Fn(&str) -> Option<String>,
+    {
+        let mut s = Settings::default();
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Unreadable {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            })?;
+            parse::apply_toml(&mut s, &text, path)?;
+        }
+        s.apply_env(&get)?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    fn apply_env<F>(&mut self, get: &F) -> Result<(), ConfigError>
+    where
+        F: Fn(&str) -> Option<String>,
+    {
+        let read = |name: &'static str| get(name).filter(|v| !v.trim().is_empty());
+        for name in [var::ENABLED, var::VERBOSE]
+            .iter()
+            .chain(var::SETTINGS.iter())
+        {
+            if let Some(v) = read(name) {
+                parse::apply_value(self, name_to_key(name), &v, Origin::Env(name))?;
+            }
+        }
+        if let Some(v) = read(var::HIPCC) {
+            self.hipcc = Some(PathBuf::from(v));
+        }
+        Ok(())
+    }
+
+    /// Checks that the settings can be used together.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.trace_addresses.is_on() && self.instrument_memory.is_some() {
+            return Err(ConfigError::Conflict {
+                first: format!("{}={}", var::TRACE_ADDRESSES, self.trace_addresses),
+                second: format!(
+                    "{}={}",
+                    var::INSTRUMENT_MEMORY,
+                    self.instrument_memory.unwrap()
+                ),
+                why: "address tracing already emits a marker for every memory operation; \
+                      unset one of them",
+            });
+        }
+        if self.shader_clock_bits != 0 && self.trace_addresses.is_on() {
+            return Err(ConfigError::Conflict {
+                first: format!("{}={}", var::SHADER_CLOCK_BITS, self.shader_clock_bits),
+                second: format!("{}={}", var::TRACE_ADDRESSES, self.trace_addresses),
+                why: "address-trace markers carry payload records, which require \
+                      SQTT_SHADER_CLOCK_BITS=0",
+            });
+        }
+        if self.shader_clock_bits + self.shader_clock_shift > 32 {
+            return Err(ConfigError::Conflict {
+                first: format!("{}={}", var::SHADER_CLOCK_BITS, self.shader_clock_bits),
+                second: format!("{}={}", var::SHADER_CLOCK_SHIFT, self.shader_clock_shift),
+                why: "the clock window (bits + shift) must fit the 32-bit shader-clock low word",
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether gfx12 clock packing is asked for.
+    pub fn clock_packing(&self) -> bool {
+        self.shader_clock_bits != 0
+    }
+
+    /// The `SQTT_*` variables that reproduce these instrumentation settings exactly
+    /// (`Settings::from_env(to_env)` gives the same instrumentation settings back).
+    pub fn to_env(&self) -> Vec<(&'static str, String)> {
+        let hex = |m: u32| format!("0x{m:X}");
+        vec![
+            (
+                var::INSTRUMENT_FUNCTIONS,
+                self.instrument_functions.to_string(),
+            ),
+            (
+                var::INSTRUMENT_BARRIERS,
+                u8::from(self.instrument_barriers).to_string(),
+            ),
+            (
+                var::INSTRUMENT_MEMORY,
+                self.instrument_memory
+                    .map(|m| m.to_string())
+                    .unwrap_or_else(|| "off".into()),
+            ),
+            (var::MEM_BARRIER, self.mem_barrier.name().into()),
+            (var::TRACE_ADDRESSES, self.trace_addresses.to_string()),
+            (var::SHADER_CLOCK_BITS, self.shader_clock_bits.to_string()),
+            (var::SHADER_CLOCK_SHIFT, self.shader_clock_shift.to_string()),
+            (var::SCOPE_WAVE, hex(self.scope.wave)),
+            (var::SCOPE_SIMD, hex(self.scope.simd)),
+            (var::SCOPE_CU, hex(self.scope.cu)),
+            (var::SCOPE_WG, hex(self.scope.wg)),
+        ]
+    }
+
+    /// A short stable text of the instrumentation settings, for hashing into cache keys.
+    pub fn fingerprint(&self) -> String {
+        self.to_env()
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(";")
+    }
+}
+
+/// The TOML key that a variable sets.
+pub fn name_to_key(var_name: &str) -> &'static str {
+    match var_name {
+        var::ENABLED => "enabled",
+        var::VERBOSE => "verbose",
+        var::INSTRUMENT_FUNCTIONS => "instrument_functions",
+        var::INSTRUMENT_BARRIERS => "instrument_barriers",
+        var::INSTRUMENT_MEMORY => "instrument_memory",
+        var::MEM_BARRIER => "mem_barrier",
+        var::TRACE_ADDRESSES => "trace_addresses",
+        var::SHADER_CLOCK_BITS => "shader_clock_bits",
+        var::SHADER_CLOCK_SHIFT => "shader_clock_shift",
+        var::SCOPE_WAVE => "scope.wave",
+        var::SCOPE_SIMD => "scope.simd",
+        var::SCOPE_CU => "scope.cu",
+        var::SCOPE_WG => "scope.wg",
+        var::HIPCC => "hipcc",
+        _ => "",
+    }
+}
+
+/// Finds `sqtt.toml` in `start` or the nearest directory above it.
+pub fn find_config_file(start: &Path) -> Option<PathBuf> {
+    let mut dir = Some(start);
+    while let Some(d) = dir {
+        let candidate = d.join(CONFIG_FILE_NAME);
+        if candidate.is_file() {
+            return Some(candidate);
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,230 @@
+use super::*;
+use std::collections::HashMap;
+
+fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |k| map.get(k).cloned()
+}
+
+fn p() -> PathBuf {
+    PathBuf::from("/x/sqtt.toml")
+}
+
+#[test]
+fn defaults_match_the_spec() {
+    let s = Settings::from_env(env(&[])).unwrap();
+    assert!(s.enabled);
+    assert_eq!(s.instrument_functions, FunctionThreshold::Off);
+    assert!(!s.instrument_barriers);
+    assert_eq!(s.instrument_memory, None);
+    assert_eq!(s.mem_barrier, MemBarrier::Fence);
+    assert!(!s.trace_addresses.is_on());
+    assert_eq!((s.shader_clock_bits, s.shader_clock_shift), (0, 4));
+    assert_eq!(
+        s.scope,
+        Scope {
+            wave: 0xFFFF_FFFF,
+            simd: 0xF,
+            cu: 0x3,
+            wg: 0xFFFF_FFFF
+        }
+    );
+}
+
+#[test]
+fn env_values_in_every_accepted_form() {
+    let s = Settings::from_env(env(&[
+        ("SQTT_INSTRUMENT_FUNCTIONS", "cost:50"),
+        ("SQTT_INSTRUMENT_BARRIERS", "1"),
+        ("SQTT_INSTRUMENT_MEMORY", "2:5"),
+        ("SQTT_MEM_BARRIER", "clobber"),
+        ("SQTT_SCOPE_CU", "0x1"),
+        ("SQTT_SCOPE_SIMD", "1"),
+        ("SQTT_SCOPE_WAVE", "-1"),
+        ("SQTT_SCOPE_WG", "ff"),
+    ]))
+    .unwrap();
+    assert_eq!(s.instrument_functions, FunctionThreshold::Cost(50));
+    assert!(s.instrument_barriers);
+    assert_eq!(
+        s.instrument_memory,
+        Some(MemoryGrouping {
+            ops_per_marker: 2,
+            max_gap: 5
+        })
+    );
+    assert_eq!(s.mem_barrier, MemBarrier::Asm);
+    assert_eq!(s.scope.cu, 1);
+    assert_eq!(s.scope.simd, 1);
+    assert_eq!(s.scope.wave, u32::MAX);
+    assert_eq!(s.scope.wg, 0xFF);
+    for (text, want) in [
+        ("none", MemBarrier::None),
+        ("0", MemBarrier::None),
+        ("off", MemBarrier::None),
+        ("asm", MemBarrier::Asm),
+        ("1", MemBarrier::Asm),
+        ("compiler", MemBarrier::Asm),
+        ("fence", MemBarrier::Fence),
+        ("2", MemBarrier::Fence),
+        ("on", MemBarrier::Fence),
+        ("hw", MemBarrier::Fence),
+    ] {
+        let s = Settings::from_env(env(&[("SQTT_MEM_BARRIER", text)])).unwrap();
+        assert_eq!(s.mem_barrier, want, "{text}");
+    }
+    let s = Settings::from_env(env(&[("SQTT_INSTRUMENT_FUNCTIONS", "10")])).unwrap();
+    assert_eq!(s.instrument_functions, FunctionThreshold::Count(10));
+    let s = Settings::from_env(env(&[("SQTT_INSTRUMENT_FUNCTIONS", "0")])).unwrap();
+    assert_eq!(s.instrument_functions, FunctionThreshold::Off);
+    let s = Settings::from_env(env(&[("SQTT_TRACE_ADDRESSES", "lds, memory")])).unwrap();
+    assert!(s.trace_addresses.memory && s.trace_addresses.lds);
+}
+
+#[test]
+fn bad_values_name_the_variable_value_and_forms() {
+    for (var, value, form) in [
+        ("SQTT_INSTRUMENT_MEMORY", "2", "N:M"),
+        ("SQTT_INSTRUMENT_MEMORY", "0:5", "N:M"),
+        ("SQTT_INSTRUMENT_MEMORY", "a:b", "N:M"),
+        ("SQTT_INSTRUMENT_FUNCTIONS", "cost:", "cost:N"),
+        ("SQTT_INSTRUMENT_FUNCTIONS", "-3", "cost:N"),
+        ("SQTT_INSTRUMENT_BARRIERS", "maybe", "true"),
+        ("SQTT_MEM_BARRIER", "strong", "fence"),
+        ("SQTT_SCOPE_CU", "0xZZ", "hex bitmask"),
+        ("SQTT_SCOPE_SIMD", "0x123456789", "hex bitmask"),
+        ("SQTT_TRACE_ADDRESSES", "global", "memory,lds"),
+        ("SQTT_SHADER_CLOCK_BITS", "-1", "unsigned integer"),
+        ("SQTT_SHADER_CLOCK_BITS", "99", "unsigned integer"),
+        ("SQTT_SHADER_CLOCK_SHIFT", "x", "unsigned integer"),
+    ] {
+        let err = Settings::from_env(env(&[(var, value)])).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains(var), "{msg}");
+        assert!(msg.contains(&format!("{value:?}")), "{msg}");
+        assert!(msg.contains(form), "{msg}");
+    }
+}
+
+#[test]
+fn conflicts_are_errors() {
+    let err = Settings::from_env(env(&[
+        ("SQTT_TRACE_ADDRESSES", "memory"),
+        ("SQTT_INSTRUMENT_MEMORY", "2:5"),
+    ]))
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("SQTT_TRACE_ADDRESSES=memory"), "{msg}");
+    assert!(msg.contains("SQTT_INSTRUMENT_MEMORY=2:5"), "{msg}");
+
+    let err = Settings::from_env(env(&[
+        ("SQTT_TRACE_ADDRESSES", "lds"),
+        ("SQTT_SHADER_CLOCK_BITS", "12"),
+    ]))
+    .unwrap_err();
+    assert!(err.to_string().contains("SQTT_SHADER_CLOCK_BITS=12"));
+
+    let err = Settings::from_env(env(&[
+        ("SQTT_SHADER_CLOCK_BITS", "20"),
+        ("SQTT_SHADER_CLOCK_SHIFT", "20"),
+    ]))
+    .unwrap_err();
+    assert!(matches!(err, ConfigError::Conflict { .. }));
+}
+
+#[test]
+fn toml_file_and_env_precedence() {
+    let text = r#"
+        enabled = true
+        instrument_functions = "cost:50"
+        instrument_barriers = true
+        instrument_memory = "2:5"
+        mem_barrier = "none"
+        shader_clock_shift = 6
+        [scope]
+        cu = "0x1"
+        simd = 1
+        wave = -1
+    "#;
+    let s = Settings::from_toml_str(text, &p()).unwrap();
+    assert_eq!(s.instrument_functions, FunctionThreshold::Cost(50));
+    assert!(s.instrument_barriers);
+    assert_eq!(s.mem_barrier, MemBarrier::None);
+    assert_eq!(s.scope.cu, 1);
+    assert_eq!(s.scope.simd, 1);
+    assert_eq!(s.shader_clock_shift, 6);
+
+    let dir = std::env::temp_dir().join(format!("sqtt-config-test-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("a/b")).unwrap();
+    std::fs::write(dir.join(CONFIG_FILE_NAME), text).unwrap();
+    let found = find_config_file(&dir.join("a/b")).unwrap();
+    assert_eq!(found, dir.join(CONFIG_FILE_NAME));
+    let s = Settings::load(
+        Some(&found),
+        env(&[("SQTT_MEM_BARRIER", "fence"), ("SQTT_SCOPE_CU", "")]),
+    )
+    .unwrap();
+    assert_eq!(s.mem_barrier, MemBarrier::Fence, "variable wins over file");
+    assert_eq!(s.scope.cu, 1, "an empty variable counts as unset");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn toml_errors() {
+    let err = Settings::from_toml_str("instrument_barrier = true", &p()).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("unknown key `instrument_barrier`"), "{msg}");
+    assert!(msg.contains("did you mean `instrument_barriers`"), "{msg}");
+
+    let err = Settings::from_toml_str("[scope]\nsimds = 1", &p()).unwrap_err();
+    assert!(err.to_string().contains("`scope.simds`"), "{err}");
+
+    let err = Settings::from_toml_str("instrument_barriers = \"yes please\"", &p()).unwrap_err();
+    assert!(err.to_string().contains("instrument_barriers"), "{err}");
+
+    let err = Settings::from_toml_str("mem_barrier = 3", &p()).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("`mem_barrier`") && msg.contains("fence"), "{msg}");
+
+    let err = Settings::from_toml_str("instrument_memory = \"2\"", &p()).unwrap_err();
+    assert!(err.to_string().contains("\"2\""), "{err}");
+
+    let err = Settings::from_toml_str("enabled = = 1", &p()).unwrap_err();
+    assert!(matches!(err, ConfigError::Syntax { .. }));
+
+    let err = Settings::load(Some(Path::new("/nonexistent/sqtt.toml")), env(&[])).unwrap_err();
+    assert!(matches!(err, ConfigError::Unreadable { .. }));
+}
+
+#[test]
+fn to_env_round_trips() {
+    let s = Settings::from_env(env(&[
+        ("SQTT_INSTRUMENT_FUNCTIONS", "cost:7"),
+        ("SQTT_INSTRUMENT_BARRIERS", "on"),
+        ("SQTT_TRACE_ADDRESSES", "memory,lds"),
+        ("SQTT_MEM_BARRIER", "asm"),
+        ("SQTT_SCOPE_CU", "-1"),
+        ("SQTT_SCOPE_WG", "0x5"),
+    ]))
+    .unwrap();
+    let vars: HashMap<String, String> = s
+        .to_env()
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    let back = Settings::from_env(|k| vars.get(k).cloned()).unwrap();
+    assert_eq!(back, s);
+}
+
+#[test]
+fn scope_filter_activity() {
+    assert!(!Scope::filters(0xF, 2), "4 SIMDs, all selected");
+    assert!(Scope::filters(0x1, 2));
+    assert!(Scope::filters(0x3, 4), "CU 0-1 of 16");
+    assert!(!Scope::filters(u32::MAX, 5));
+    assert!(Scope::filters(0xFFFF, 5));
+    assert!(!Scope::filters(0xFFFF, 4));
+}
