@@ -223,7 +223,9 @@ fn value_text(key: &str, v: &toml::Value, origin: &Origin) -> Result<String, Con
     let expected = |forms: &str| bad(origin, &shown, forms.to_string());
     Ok(match (key, v) {
         ("enabled" | "verbose" | "instrument_barriers", Value::Boolean(b)) => b.to_string(),
-        ("enabled" | "verbose" | "instrument_barriers", Value::Integer(i)) if (0..=1).contains(i) => {
+        ("enabled" | "verbose" | "instrument_barriers", Value::Integer(i))
+            if (0..=1).contains(i) =>
+        {
             i.to_string()
         }
         ("enabled" | "verbose" | "instrument_barriers", _) => {
@@ -231,11 +233,10 @@ fn value_text(key: &str, v: &toml::Value, origin: &Origin) -> Result<String, Con
         }
         ("hipcc", Value::String(s)) => s.clone(),
         ("hipcc", _) => return Err(expected("a path string")),
-        ("instrument_functions" | "shader_clock_bits" | "shader_clock_shift", Value::Integer(i))
-            if *i >= 0 =>
-        {
-            i.to_string()
-        }
+        (
+            "instrument_functions" | "shader_clock_bits" | "shader_clock_shift",
+            Value::Integer(i),
+        ) if *i >= 0 => i.to_string(),
         ("instrument_functions", Value::String(s)) => s.clone(),
         ("instrument_functions", _) => return Err(expected(FUNCTIONS_FORMS)),
         ("shader_clock_bits" | "shader_clock_shift", _) => {
@@ -271,10 +272,12 @@ fn value_text(key: &str, v: &toml::Value, origin: &Origin) -> Result<String, Con
 
 /// Applies a whole `sqtt.toml` text.
 pub(crate) fn apply_toml(s: &mut Settings, text: &str, path: &Path) -> Result<(), ConfigError> {
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::Syntax {
-        path: path.to_path_buf(),
-        reason: e.message().to_string(),
-    })?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ConfigError::Syntax {
+            path: path.to_path_buf(),
+            reason: e.message().to_string(),
+        })?;
     let known = KNOWN_TOML_KEYS.join(", ");
     let unknown = |key: String| ConfigError::UnknownKey {
         path: path.to_path_buf(),

@@ -187,7 +187,10 @@ fn toml_errors() {
 
     let err = Settings::from_toml_str("mem_barrier = 3", &p()).unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("`mem_barrier`") && msg.contains("fence"), "{msg}");
+    assert!(
+        msg.contains("`mem_barrier`") && msg.contains("fence"),
+        "{msg}"
+    );
 
     let err = Settings::from_toml_str("instrument_memory = \"2\"", &p()).unwrap_err();
     assert!(err.to_string().contains("\"2\""), "{err}");

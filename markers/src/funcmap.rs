@@ -1,0 +1,415 @@
+//! The `.sqtt_funcmap` section: one writer and one parser.
+//!
+//! The section holds newline-separated rows, terminated by a NUL byte:
+//!
+//! ```text
+//! F:id:name[@source_loc]      function (enter/exit scope)
+//! K:name[@source_loc]         kernel (vaddr lookup only, not instrumented)
+//! U:id:name                   user scope marker
+//! P:id:name[@source_loc]      point marker (barrier, memory op, user point, address trace)
+//! W:N                         wave size (32 or 64)
+//! R:id:extra_payload_count=N  payload records following the header of marker `id`
+//! M:shader_clock_bits=N;shader_clock_shift=S   gfx12 clock packing layout
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use crate::encoding::{MarkerEncoding, ID_BITS};
+
+/// The ELF section name.
+pub const SECTION_NAME: &str = ".sqtt_funcmap";
+
+/// Prefix of address-trace point markers.
+pub const ADDR_TRACE_PREFIX: &str = "addr_trace_";
+
+/// The kind of a funcmap row that names a marker or a kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EntryKind {
+    /// `F:` an instrumented function.
+    Function,
+    /// `K:` a kernel (no marker ID).
+    Kernel,
+    /// `U:` a named user scope.
+    User,
+    /// `P:` a point marker.
+    Point,
+}
+
+impl EntryKind {
+    pub fn prefix(self) -> char {
+        match self {
+            EntryKind::Function => 'F',
+            EntryKind::Kernel => 'K',
+            EntryKind::User => 'U',
+            EntryKind::Point => 'P',
+        }
+    }
+
+    /// The word the funcmap table prints (`func`, `kernel`, `user`, `point`).
+    pub fn label(self) -> &'static str {
+        match self {
+            EntryKind::Function => "func",
+            EntryKind::Kernel => "kernel",
+            EntryKind::User => "user",
+            EntryKind::Point => "point",
+        }
+    }
+
+    /// Whether markers of this kind push and pop scopes.
+    pub fn is_scope(self) -> bool {
+        matches!(self, EntryKind::Function | EntryKind::User)
+    }
+}
+
+/// One `F:`, `K:`, `U:` or `P:` row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub kind: EntryKind,
+    /// Marker ID; `None` for kernels.
+    pub id: Option<u32>,
+    pub name: String,
+    /// Inline chain `inner:line -> outer:line`, when known.
+    pub source_loc: Option<String>,
+}
+
+impl Entry {
+    pub fn is_address_trace(&self) -> bool {
+        self.kind == EntryKind::Point && self.name.starts_with(ADDR_TRACE_PREFIX)
+    }
+}
+
+/// `M:` row contents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockLayout {
+    pub shader_clock_bits: u32,
+    pub shader_clock_shift: u32,
+}
+
+/// A parsed (or to-be-written) funcmap.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Funcmap {
+    /// `F:`, `K:`, `U:`, `P:` rows in section order.
+    pub entries: Vec<Entry>,
+    /// `W:` row.
+    pub wave_size: Option<u32>,
+    /// `R:` rows: marker ID -> extra payload count, in section order.
+    pub payloads: Vec<(u32, u32)>,
+    /// `M:` row, when well formed.
+    pub clock_layout: Option<ClockLayout>,
+    /// The text of an `M:` row that could not be read (the no-clock layout applies then).
+    pub malformed_layout: Option<String>,
+}
+
+/// A row the parser could not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("funcmap row {line}: {reason}: {text:?}")]
+pub struct ParseError {
+    /// 1-based row number.
+    pub line: usize,
+    pub text: String,
+    pub reason: &'static str,
+}
+
+/// A problem of a well-formed funcmap that makes it unusable for decoding.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValidationError {
+    #[error("marker ID {id} is used by more than one row ({first} and {second})")]
+    DuplicateId {
+        id: u32,
+        first: String,
+        second: String,
+    },
+    #[error("marker ID {id} of {name:?} does not fit the {bits}-bit ID field")]
+    IdTooWide { id: u32, name: String, bits: u32 },
+    #[error("marker ID 0 is reserved ({name:?})")]
+    ZeroId { name: String },
+    #[error("R: row names marker ID {id}, which no F:/U:/P: row defines")]
+    PayloadForUnknownId { id: u32 },
+    #[error("more than one R: row for marker ID {id}")]
+    DuplicatePayload { id: u32 },
+    #[error("W: row gives wave size {0}; expected 32 or 64")]
+    BadWaveSize(u32),
+    #[error("M: row is malformed: {0:?}")]
+    MalformedLayout(String),
+    #[error("marker ID {id} carries payload records, which clock packing (M: row) does not allow")]
+    PayloadWithClockPacking { id: u32 },
+}
+
+impl Funcmap {
+    /// Parses the section bytes (a trailing NUL and anything after it are ignored).
+    pub fn parse(bytes: &[u8]) -> Result<Funcmap, ParseError> {
+        let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+        let text = String::from_utf8_lossy(&bytes[..end]);
+        Funcmap::parse_str(&text)
+    }
+
+    /// Parses the section text.
+    pub fn parse_str(text: &str) -> Result<Funcmap, ParseError> {
+        let mut map = Funcmap::default();
+        for (i, raw) in text.split('\n').enumerate() {
+            let row = raw.strip_suffix('\r').unwrap_or(raw);
+            if row.trim().is_empty() {
+                continue;
+            }
+            let err = |reason| ParseError {
+                line: i + 1,
+                text: row.to_string(),
+                reason,
+            };
+            let (tag, rest) = row.split_once(':').ok_or_else(|| err("no type prefix"))?;
+            match tag {
+                "F" | "U" | "P" => {
+                    let (id, name) = rest
+                        .split_once(':')
+                        .ok_or_else(|| err("expected ID:name"))?;
+                    let id: u32 = parse_id(id).ok_or_else(|| err("bad marker ID"))?;
+                    let kind = match tag {
+                        "F" => EntryKind::Function,
+                        "U" => EntryKind::User,
+                        _ => EntryKind::Point,
+                    };
+                    let (name, source_loc) = split_source_loc(kind, name);
+                    if name.is_empty() {
+                        return Err(err("empty name"));
+                    }
+                    map.entries.push(Entry {
+                        kind,
+                        id: Some(id),
+                        name,
+                        source_loc,
+                    });
+                }
+                "K" => {
+                    let (name, source_loc) = split_source_loc(EntryKind::Kernel, rest);
+                    if name.is_empty() {
+                        return Err(err("empty kernel name"));
+                    }
+                    map.entries.push(Entry {
+                        kind: EntryKind::Kernel,
+                        id: None,
+                        name,
+                        source_loc,
+                    });
+                }
+                "W" => {
+                    let n: u32 = rest.trim().parse().map_err(|_| err("bad wave size"))?;
+                    map.wave_size = Some(n);
+                }
+                "R" => {
+                    let (id, meta) = rest
+                        .split_once(':')
+                        .ok_or_else(|| err("expected ID:extra_payload_count=N"))?;
+                    let id = parse_id(id).ok_or_else(|| err("bad marker ID"))?;
+                    let count = meta
+                        .split(';')
+                        .find_map(|kv| kv.trim().strip_prefix("extra_payload_count="))
+                        .ok_or_else(|| err("no extra_payload_count"))?;
+                    let count: u32 = count.trim().parse().map_err(|_| err("bad payload count"))?;
+                    map.payloads.push((id, count));
+                }
+                "M" => match parse_layout(rest) {
+                    Some(layout) => map.clock_layout = Some(layout),
+                    None => map.malformed_layout = Some(rest.to_string()),
+                },
+                _ => return Err(err("unknown row type")),
+            }
+        }
+        Ok(map)
+    }
+
+    /// The section text: rows joined by newlines, NUL-terminated.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = self.to_string().into_bytes();
+        out.push(0);
+        out
+    }
+
+    /// Extra payload count of a marker (0 without an `R:` row).
+    pub fn payload_count(&self, id: u32) -> u32 {
+        self.payloads
+            .iter()
+            .find(|(i, _)| *i == id)
+            .map(|(_, c)| *c)
+            .unwrap_or(0)
+    }
+
+    /// The marker row with this ID.
+    pub fn by_id(&self, id: u32) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.id == Some(id))
+    }
+
+    /// A lookup table ID -> entry index, for decoders that look up many records.
+    pub fn id_index(&self) -> BTreeMap<u32, usize> {
+        let mut m = BTreeMap::new();
+        for (i, e) in self.entries.iter().enumerate() {
+            if let Some(id) = e.id {
+                m.entry(id).or_insert(i);
+            }
+        }
+        m
+    }
+
+    pub fn kernels(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().filter(|e| e.kind == EntryKind::Kernel)
+    }
+
+    /// The marker encoding this funcmap declares.
+    pub fn marker_encoding(&self) -> MarkerEncoding {
+        match (&self.clock_layout, &self.malformed_layout) {
+            (Some(l), _) => MarkerEncoding::packed(l.shader_clock_bits, l.shader_clock_shift),
+            (None, Some(text)) => MarkerEncoding::from_row(text),
+            (None, None) => MarkerEncoding::legacy(),
+        }
+    }
+
+    /// Checks IDs unique and within the ID width, `R:` rows naming known IDs, `W:` and `M:`.
+    /// Returns every problem found.
+    pub fn validate(&self) -> Vec<ValidationError> {
+        let mut errs = Vec::new();
+        let bits = match self.clock_layout {
+            Some(l) => ID_BITS.saturating_sub(l.shader_clock_bits),
+            None => ID_BITS,
+        };
+        let mut seen: BTreeMap<u32, String> = BTreeMap::new();
+        for e in &self.entries {
+            let Some(id) = e.id else { continue };
+            let label = format!("{}:{}:{}", e.kind.prefix(), id, e.name);
+            if id == 0 {
+                errs.push(ValidationError::ZeroId {
+                    name: e.name.clone(),
+                });
+            }
+            if bits < 32 && u64::from(id) >= 1u64 << bits {
+                errs.push(ValidationError::IdTooWide {
+                    id,
+                    name: e.name.clone(),
+                    bits,
+                });
+            }
+            if let Some(first) = seen.get(&id) {
+                errs.push(ValidationError::DuplicateId {
+                    id,
+                    first: first.clone(),
+                    second: label,
+                });
+            } else {
+                seen.insert(id, label);
+            }
+        }
+        let mut payload_ids = BTreeSet::new();
+        for (id, count) in &self.payloads {
+            if !seen.contains_key(id) {
+                errs.push(ValidationError::PayloadForUnknownId { id: *id });
+            }
+            if !payload_ids.insert(*id) {
+                errs.push(ValidationError::DuplicatePayload { id: *id });
+            }
+            if *count > 0 && self.clock_layout.is_some_and(|l| l.shader_clock_bits > 0) {
+                errs.push(ValidationError::PayloadWithClockPacking { id: *id });
+            }
+        }
+        if let Some(w) = self.wave_size {
+            if w != 32 && w != 64 {
+                errs.push(ValidationError::BadWaveSize(w));
+            }
+        }
+        if let Some(m) = &self.malformed_layout {
+            errs.push(ValidationError::MalformedLayout(m.clone()));
+        }
+        errs
+    }
+}
+
+fn parse_id(s: &str) -> Option<u32> {
+    let t = s.trim();
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    t.parse().ok()
+}
+
+/// `name@loc`: kernels and functions (mangled symbols never hold `@`) and address-trace points
+/// carry a source location; user scope and user point names are taken whole.
+fn split_source_loc(kind: EntryKind, rest: &str) -> (String, Option<String>) {
+    let splits = match kind {
+        EntryKind::Function | EntryKind::Kernel => true,
+        EntryKind::Point => rest.starts_with(ADDR_TRACE_PREFIX),
+        EntryKind::User => false,
+    };
+    if splits {
+        if let Some((n, loc)) = rest.split_once('@') {
+            return (
+                n.to_string(),
+                Some(loc.to_string()).filter(|l| !l.is_empty()),
+            );
+        }
+    }
+    (rest.to_string(), None)
+}
+
+fn parse_layout(rest: &str) -> Option<ClockLayout> {
+    let mut bits = None;
+    let mut shift = None;
+    for kv in rest.split(';') {
+        let (k, v) = kv.split_once('=')?;
+        let v: u32 = v.trim().parse().ok()?;
+        match k.trim() {
+            "shader_clock_bits" => bits = Some(v),
+            "shader_clock_shift" => shift = Some(v),
+            _ => return None,
+        }
+    }
+    let (shader_clock_bits, shader_clock_shift) = (bits?, shift?);
+    if shader_clock_bits >= ID_BITS || shader_clock_bits + shader_clock_shift > 32 {
+        return None;
+    }
+    Some(ClockLayout {
+        shader_clock_bits,
+        shader_clock_shift,
+    })
+}
+
+impl fmt::Display for Funcmap {
+    /// The rows in writing order: `M:`, `W:`, then entries, then `R:` rows.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut rows: Vec<String> = Vec::new();
+        if let Some(l) = self.clock_layout {
+            rows.push(format!(
+                "M:shader_clock_bits={};shader_clock_shift={}",
+                l.shader_clock_bits, l.shader_clock_shift
+            ));
+        }
+        if let Some(w) = self.wave_size {
+            rows.push(format!("W:{w}"));
+        }
+        for e in &self.entries {
+            let loc = e
+                .source_loc
+                .as_ref()
+                .map(|l| format!("@{l}"))
+                .unwrap_or_default();
+            rows.push(match e.id {
+                Some(id) => format!("{}:{}:{}{}", e.kind.prefix(), id, e.name, loc),
+                None => format!("{}:{}{}", e.kind.prefix(), e.name, loc),
+            });
+        }
+        for (id, n) in &self.payloads {
+            rows.push(format!("R:{id}:extra_payload_count={n}"));
+        }
+        write!(f, "{}", rows.join("\n"))
+    }
+}
+
+/// Why a name cannot go into a funcmap row as it is.
+pub fn name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("the name is empty")
+    } else if name.contains('\n') || name.contains('\r') {
+        Some("the name contains a line break")
+    } else if name.contains('\0') {
+        Some("the name contains a NUL byte")
+    } else {
+        None
+    }
+}

@@ -1,0 +1,214 @@
+use crate::encoding::*;
+use crate::funcmap::*;
+
+const SPEC_EXAMPLE: &str = "W:64\n\
+K:_Z8kernelAi@kernel.hip:80\n\
+U:1:load_input\n\
+F:3:_Z4syncv@kernel.hip:42\n\
+P:5:addr_trace_lds_store@test_auto.cpp:45\n\
+R:5:extra_payload_count=66\n\
+P:7:addr_trace_load@hip_runtime.h:264 -> kernel.hip:59\n\
+R:7:extra_payload_count=130\n\
+P:8:barrier";
+
+#[test]
+fn parses_every_row_type() {
+    let m = Funcmap::parse(format!("{SPEC_EXAMPLE}\0garbage").as_bytes()).unwrap();
+    assert_eq!(m.wave_size, Some(64));
+    assert_eq!(m.entries.len(), 6);
+    let k = &m.entries[0];
+    assert_eq!(
+        (k.kind, k.id, k.name.as_str(), k.source_loc.as_deref()),
+        (
+            EntryKind::Kernel,
+            None,
+            "_Z8kernelAi",
+            Some("kernel.hip:80")
+        )
+    );
+    let p = m.by_id(7).unwrap();
+    assert_eq!(p.name, "addr_trace_load");
+    assert_eq!(
+        p.source_loc.as_deref(),
+        Some("hip_runtime.h:264 -> kernel.hip:59")
+    );
+    assert!(p.is_address_trace());
+    assert_eq!(m.payload_count(5), 66);
+    assert_eq!(m.payload_count(8), 0);
+    assert!(m.validate().is_empty(), "{:?}", m.validate());
+}
+
+#[test]
+fn writer_and_parser_agree() {
+    let m = Funcmap::parse_str(SPEC_EXAMPLE).unwrap();
+    let bytes = m.to_bytes();
+    assert_eq!(*bytes.last().unwrap(), 0);
+    let back = Funcmap::parse(&bytes).unwrap();
+    assert_eq!(back, m);
+    let mut packed = m.clone();
+    packed.payloads.clear();
+    packed.clock_layout = Some(ClockLayout {
+        shader_clock_bits: 12,
+        shader_clock_shift: 4,
+    });
+    let text = packed.to_string();
+    assert!(text.starts_with("M:shader_clock_bits=12;shader_clock_shift=4\n"));
+    assert_eq!(Funcmap::parse_str(&text).unwrap(), packed);
+}
+
+#[test]
+fn user_names_keep_colons_and_at_signs() {
+    let m = Funcmap::parse_str("U:1:phase: load @ tile\nP:2:user@point").unwrap();
+    assert_eq!(m.entries[0].name, "phase: load @ tile");
+    assert_eq!(m.entries[1].name, "user@point");
+    assert_eq!(m.entries[1].source_loc, None);
+}
+
+#[test]
+fn parse_errors_name_the_row() {
+    for bad in [
+        "X:1:a",
+        "U:x:a",
+        "U:1",
+        "U:1:",
+        "K:",
+        "R:1:count=3",
+        "W:abc",
+        "nocolon",
+    ] {
+        let err = Funcmap::parse_str(&format!("K:k\n{bad}")).unwrap_err();
+        assert_eq!(err.line, 2, "{bad}");
+        assert!(err.to_string().contains(bad), "{err}");
+    }
+}
+
+#[test]
+fn validation_finds_collisions_and_bad_rows() {
+    let m = Funcmap::parse_str(
+        "U:1:a\nP:1:b\nP:0:zero\nR:9:extra_payload_count=1\nR:1:extra_payload_count=1\n\
+         R:1:extra_payload_count=2\nW:48\nF:1073741824:wide",
+    )
+    .unwrap();
+    let errs = m.validate();
+    assert!(errs
+        .iter()
+        .any(|e| matches!(e, ValidationError::DuplicateId { id: 1, .. })));
+    assert!(errs
+        .iter()
+        .any(|e| matches!(e, ValidationError::ZeroId { .. })));
+    assert!(errs
+        .iter()
+        .any(|e| matches!(e, ValidationError::PayloadForUnknownId { id: 9 })));
+    assert!(errs
+        .iter()
+        .any(|e| matches!(e, ValidationError::DuplicatePayload { id: 1 })));
+    assert!(errs.contains(&ValidationError::BadWaveSize(48)));
+    assert!(errs
+        .iter()
+        .any(|e| matches!(e, ValidationError::IdTooWide { bits: 30, .. })));
+
+    let packed = Funcmap::parse_str(
+        "M:shader_clock_bits=12;shader_clock_shift=4\nU:262144:too_wide\nU:262143:fits",
+    )
+    .unwrap();
+    let errs = packed.validate();
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(matches!(
+        errs[0],
+        ValidationError::IdTooWide {
+            id: 262144,
+            bits: 18,
+            ..
+        }
+    ));
+
+    let malformed = Funcmap::parse_str("M:shader_clock_bits=12\nU:1:a").unwrap();
+    assert!(malformed.clock_layout.is_none());
+    assert_eq!(
+        malformed.marker_encoding(),
+        MarkerEncoding::from_row("shader_clock_bits=12")
+    );
+    assert!(!malformed.marker_encoding().has_shader_clock());
+    assert!(malformed
+        .validate()
+        .iter()
+        .any(|e| matches!(e, ValidationError::MalformedLayout(_))));
+}
+
+#[test]
+fn encoding_formula() {
+    assert_eq!(enter(3), 0b1110);
+    assert_eq!(exit_enter(3), 0b1111);
+    assert_eq!(point(5), 20);
+    assert_eq!(EXIT_VALUE, 1);
+    assert!(fits_imm(exit_enter(63)));
+    assert!(!fits_imm(enter(64)));
+}
+
+#[test]
+fn legacy_encoding_masks() {
+    let e = MarkerEncoding::legacy();
+    assert_eq!(e.marker_id_mask(), 0xFFFF_FFFC);
+    assert_eq!(e.packed_shader_clock_mask(), 0);
+    assert_eq!(e.shader_clock_source_mask(), 0);
+    assert_eq!(e.decode_shader_clock(0xFFFF_FFFF), 0);
+    let d = e.decode(0xFFFF_FFFE);
+    assert_eq!((d.id, d.enter, d.exit_prev), (0x3FFF_FFFF, true, false));
+    // bits = 0 is the no-clock layout.
+    assert_eq!(MarkerEncoding::packed(0, 4).marker_id_mask(), 0xFFFF_FFFC);
+    assert!(!MarkerEncoding::packed(0, 4).has_shader_clock());
+}
+
+#[test]
+fn packed_encoding_matches_the_spec_formulas() {
+    let e = MarkerEncoding::from_row("shader_clock_bits=12;shader_clock_shift=4");
+    assert!(e.is_valid() && e.has_shader_clock());
+    assert_eq!(e.marker_id_mask(), 0x000F_FFFC);
+    assert_eq!(e.packed_shader_clock_mask(), 0xFFF0_0000);
+    assert_eq!(e.shader_clock_source_mask(), 0x0000_FFF0);
+    for val in [0u32, 1, 0xABCD_1236, 0xFFFF_FFFF, 0x0010_0007, 0x8000_0002] {
+        let clock_bits = 12;
+        let exit_prev = val & 1;
+        let enter_bit = (val >> 1) & 1;
+        let id = (val >> 2) & ((1 << (30 - clock_bits)) - 1);
+        let clock = val >> (32 - clock_bits);
+        let d = e.decode(val);
+        assert_eq!(
+            (
+                u32::from(d.exit_prev),
+                u32::from(d.enter),
+                d.id,
+                d.packed_clock
+            ),
+            (exit_prev, enter_bit, id, Some(clock)),
+            "{val:#x}"
+        );
+        assert_eq!(e.pack(d.id, val & 3, clock), val);
+    }
+    assert_eq!(e.decode(e.pack(5, ENTER, 0xABC)).legacy_value(), enter(5));
+}
+
+#[test]
+fn decode_with_funcmap_keeps_unregistered_values_legacy() {
+    let m = Funcmap::parse_str("M:shader_clock_bits=12;shader_clock_shift=4\nU:5:scope").unwrap();
+    let e = m.marker_encoding();
+    // A registered packed header.
+    let v = e.pack(5, ENTER, 0x123);
+    let d = decode_marker_value(v, &m);
+    assert_eq!((d.id, d.packed_clock), (5, Some(0x123)));
+    // A bare exit with a clock.
+    let d = decode_marker_value(e.pack(0, EXIT_PREV, 0xFFF), &m);
+    assert!(d.is_exit());
+    // An unregistered numeric point keeps its legacy value, even with high bits set.
+    let raw = point(0x40_0001);
+    let d = decode_marker_value(raw, &m);
+    assert_eq!((d.id, d.packed_clock), (0x40_0001, None));
+    // Ambiguity: a numeric value whose low packed ID collides with a registered one decodes
+    // as packed; decoding with the encoding directly always does.
+    let ambiguous = point((1 << 18) | 5);
+    assert_eq!(decode_marker_value(ambiguous, &m).id, 5);
+    assert_eq!(decode_with_encoding(ambiguous, &e).id, 5);
+    // Without M: everything is legacy.
+    let legacy = Funcmap::parse_str("U:5:scope").unwrap();
+    assert_eq!(decode_marker_value(ambiguous, &legacy).id, (1 << 18) | 5);
+}
