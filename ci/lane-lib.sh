@@ -1,0 +1,124 @@
+# Sourced by the ci/llvm*-lane.sh scripts: result bookkeeping and ISA / funcmap checks.
+
+LANE_PASSED=()
+LANE_FAILED=()
+LANE_NAME=${LANE_NAME:-lane}
+
+lane_log() { echo "[$LANE_NAME] $*" >&2; }
+
+# Aborts the lane (setup problems: missing tools, failed build, network).
+lane_die() {
+  echo "[$LANE_NAME] FAIL: $*" >&2
+  echo "== $LANE_NAME: FAIL (setup: $*)" >&2
+  exit 1
+}
+
+lane_pass() {
+  LANE_PASSED+=("$1")
+  echo "  PASS $1" >&2
+}
+
+lane_fail() {
+  LANE_FAILED+=("$1")
+  echo "  FAIL $1${2:+: $2}" >&2
+}
+
+# Prints the summary; returns non-zero when a case failed (or none ran).
+lane_summary() {
+  local secs=$1
+  echo "== $LANE_NAME: ${#LANE_PASSED[@]} passed, ${#LANE_FAILED[@]} failed (${secs}s)" >&2
+  local f
+  for f in "${LANE_FAILED[@]}"; do
+    echo "   failed: $f" >&2
+  done
+  if [ ${#LANE_FAILED[@]} -gt 0 ] || [ ${#LANE_PASSED[@]} -eq 0 ]; then
+    echo "== $LANE_NAME: FAIL" >&2
+    return 1
+  fi
+  echo "== $LANE_NAME: PASS" >&2
+}
+
+# The markers of an AMDGPU assembly file, in file order, one word each:
+#   imm:<hex>    s_ttracedata_imm <hex>
+#   m0:<value>   s_ttracedata, with the last value written to M0 (decimal, "dyn" for a
+#                v_readfirstlane_b32 into M0, "?" when unknown)
+# A trailing "+nop" means the s_ttracedata is directly preceded by `s_nop 0` (the gfx9 hazard).
+lane_marker_trace() {
+  awk '
+    function norm(v,   i, n, d) {
+      v = tolower(v)
+      if (v !~ /^0x/) return v + 0
+      n = 0
+      for (i = 3; i <= length(v); i++) {
+        d = index("0123456789abcdef", substr(v, i, 1))
+        if (d == 0) break
+        n = n * 16 + d - 1
+      }
+      return n
+    }
+    /^[ \t]*;/ { next }
+    { dst = $2; sub(/,$/, "", dst); src = $3 }
+    $1 == "s_mov_b32" && dst == "m0" { m0 = (src in reg) ? reg[src] : (src ~ /^(0x|-)?[0-9]/ ? norm(src) : "?"); prev_nop = 0; next }
+    $1 == "v_readfirstlane_b32" && dst == "m0" { m0 = "dyn"; prev_nop = 0; next }
+    $1 == "s_ttracedata_imm" { printf "imm:0x%x ", norm($2); prev_nop = 0; next }
+    $1 == "s_ttracedata" { printf "m0:%s%s ", (m0 == "" ? "?" : m0), (prev_nop ? "+nop" : ""); prev_nop = 0; next }
+    NF > 0 && $1 !~ /^\./ && $1 !~ /:$/ {
+      # Track scalar registers that later feed M0 (unoptimised code goes through one).
+      if (dst ~ /^s[0-9]+$/) {
+        if ($1 == "s_mov_b32" && src ~ /^(0x|-)?[0-9]/) reg[dst] = norm(src)
+        else if ($1 == "v_readfirstlane_b32") reg[dst] = "dyn"
+        else delete reg[dst]
+      }
+      prev_nop = ($1 == "s_nop" && $2 == "0")
+    }
+    END { print "" }
+  ' "$1" | sed 's/ *$//'
+}
+
+# Compares a marker trace with the expected one.
+#   lane_check_trace CASE FILE.s "expected words"
+lane_check_trace() {
+  local name=$1 file=$2 want=$3 got
+  got=$(lane_marker_trace "$file")
+  if [ "$got" = "$want" ]; then
+    lane_pass "$name: markers [$got]"
+  else
+    lane_fail "$name: markers" "expected [$want], got [$got] (in $file)"
+  fi
+}
+
+# Checks that an assembly file contains a line matching an extended regex.
+#   lane_check_grep CASE FILE REGEX [count]
+lane_check_grep() {
+  local name=$1 file=$2 re=$3 want=${4:-} n
+  n=$(grep -cE -- "$re" "$file" || true)
+  if [ -n "$want" ] && [ "$n" != "$want" ]; then
+    lane_fail "$name" "expected $want line(s) matching /$re/ in $file, found $n"
+  elif [ -z "$want" ] && [ "$n" -eq 0 ]; then
+    lane_fail "$name" "no line matching /$re/ in $file"
+  else
+    lane_pass "$name"
+  fi
+}
+
+# Dumps .sqtt_funcmap of a device code object (or relocatable object) and compares it with the
+# expected rows (NULs stripped).
+#   lane_check_funcmap CASE OBJCOPY OBJECT "expected rows, newline separated"
+lane_check_funcmap() {
+  local name=$1 objcopy=$2 obj=$3 want=$4 dump got
+  dump="$obj.funcmap"
+  rm -f "$dump"
+  if ! "$objcopy" --dump-section=.sqtt_funcmap="$dump" "$obj" /dev/null 2>"$dump.err"; then
+    lane_fail "$name: funcmap" "$(basename "$objcopy") could not dump .sqtt_funcmap from $obj: $(head -c 300 "$dump.err")"
+    return
+  fi
+  got=$(tr -d '\0' <"$dump")
+  if [ "$got" = "$want" ]; then
+    lane_pass "$name: funcmap ($(echo "$got" | wc -l) rows)"
+  else
+    lane_fail "$name: funcmap" "expected
+$want
+got
+$got"
+  fi
+}
