@@ -58,9 +58,16 @@ trixie_run() {
       mount -o remount,bind,ro "$root/opt/rustup"
     fi
     cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+    # The host'"'"'s CA bundle (it may trust a local TLS proxy); used by cargo inside.
+    cp -L "${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}" "$root/etc/ssl/sqtt-host-ca.crt" 2>/dev/null || true
+    pass=()
+    for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+      [ -n "${!v:-}" ] && pass+=("$v=${!v}")
+    done
     exec chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
       PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
-      /bin/bash -euo pipefail -c "$*"
+      SSL_CERT_FILE=/etc/ssl/sqtt-host-ca.crt CARGO_HTTP_CAINFO=/etc/ssl/sqtt-host-ca.crt \
+      "${pass[@]}" /bin/bash -euo pipefail -c "$*"
   ' trixie_run "$TRIXIE_ROOT" "$repo" "$rustup_home" "$@"
 }
 

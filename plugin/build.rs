@@ -40,6 +40,26 @@ fn llvm_config(major: u32) -> PathBuf {
     panic!("sqtt-plugin: no llvm-config for LLVM {major}; install llvm-{major}-dev or set {prefix_var}")
 }
 
+/// llvm-plugin links `-lLLVM` from `llvm-config --libdir`. Some packagings ship only the
+/// versioned `libLLVM-<major>.so` there (Debian trixie's llvm-18-dev); then a `libLLVM.so`
+/// symlink in OUT_DIR, on the search path as well, makes `-lLLVM` resolve to the same library.
+fn provide_unversioned_libllvm(libdir: &str, major: u32) {
+    let libdir = PathBuf::from(libdir);
+    if libdir.join("libLLVM.so").exists() {
+        return;
+    }
+    let versioned = libdir.join(format!("libLLVM-{major}.so"));
+    if !versioned.exists() {
+        return; // let the link report the missing library
+    }
+    let dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("libllvm");
+    std::fs::create_dir_all(&dir).expect("creating OUT_DIR/libllvm");
+    let link = dir.join("libLLVM.so");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&versioned, &link).expect("symlinking libLLVM.so");
+    println!("cargo:rustc-link-search=native={}", dir.display());
+}
+
 fn main() {
     let major = llvm_major();
     let config = llvm_config(major);
@@ -61,6 +81,7 @@ fn main() {
         build.flag_if_supported("-fno-rtti");
     }
     build.compile("sqtt_shim");
+    provide_unversioned_libllvm(&query("--libdir"), major);
     println!("cargo:rustc-env=SQTT_PLUGIN_LLVM_MAJOR={major}");
     println!("cargo:rerun-if-changed=shim/shim.cpp");
 }
