@@ -39,23 +39,26 @@ trixie_host_tools() {
   fi
 }
 
-# Runs a shell command inside the chroot. The worktree is at /src, the host's rustup toolchains
-# at /opt/rustup (read-only). The mounts live in a private namespace.
+# Runs a shell command inside the chroot. The worktree is at /src, the host's Rust toolchain
+# (the sysroot of the host's rustc: bin/cargo, bin/rustc, lib/) read-only at /opt/rust. Host
+# binaries run there: trixie's glibc is newer than bookworm's. The mounts live in a private
+# namespace.
 #   trixie_run REPO 'command'
 trixie_run() {
   local repo=$1
   shift
-  local rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
+  local sysroot
+  sysroot=$(cd "$repo" && rustc --print sysroot 2>/dev/null) || sysroot=""
   unshare --mount --propagation private -- /bin/bash -euo pipefail -c '
-    root=$1 repo=$2 rustup=$3
+    root=$1 repo=$2 rust=$3
     shift 3
-    mkdir -p "$root/proc" "$root/dev" "$root/src" "$root/opt/rustup" "$root/tmp"
+    mkdir -p "$root/proc" "$root/dev" "$root/src" "$root/opt/rust" "$root/tmp"
     mount -t proc proc "$root/proc"
     mount --rbind /dev "$root/dev"
     mount --bind "$repo" "$root/src"
-    if [ -d "$rustup" ]; then
-      mount --bind "$rustup" "$root/opt/rustup"
-      mount -o remount,bind,ro "$root/opt/rustup"
+    if [ -n "$rust" ] && [ -x "$rust/bin/cargo" ]; then
+      mount --bind "$rust" "$root/opt/rust"
+      mount -o remount,bind,ro "$root/opt/rust"
     fi
     cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
     # The host'"'"'s CA bundle (it may trust a local TLS proxy); used by cargo inside.
@@ -68,7 +71,7 @@ trixie_run() {
       PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
       SSL_CERT_FILE=/etc/ssl/sqtt-host-ca.crt CARGO_HTTP_CAINFO=/etc/ssl/sqtt-host-ca.crt \
       "${pass[@]}" /bin/bash -euo pipefail -c "$*"
-  ' trixie_run "$TRIXIE_ROOT" "$repo" "$rustup_home" "$@"
+  ' trixie_run "$TRIXIE_ROOT" "$repo" "$sysroot" "$@"
 }
 
 # Creates (or completes) the chroot. Quick when the stamp matches the package list.

@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# The LLVM 18 lane's work inside the trixie chroot (started by ci/llvm18-lane.sh, which mounts
+# the worktree at /src and the host's Rust toolchain at /opt/rust). Builds the plugin with the
+# llvm18-0 feature and runs the cases: IR fixtures through opt-18/llc-18, and clang-18 directly
+# on a .hip file, on gfx942, gfx1200 and gfx1201 (which LLVM 15/16 do not know).
+#
+#   llvm18-lane-inner.sh            build and run the cases
+#   llvm18-lane-inner.sh -- CMD...  build, then run CMD in /src with the LLVM 18 environment
+set -euo pipefail
+
+LANE_NAME=llvm18-lane
+REPO=/src
+# shellcheck source=ci/lane-lib.sh
+source "$REPO/ci/lane-lib.sh"
+START=$(date +%s)
+
+LLVM_BIN=/usr/lib/llvm-18/bin
+TARGET_DIR=$REPO/target/llvm18
+WORK=$REPO/target/lanes/llvm18/work
+FIXTURES=$REPO/tests/fixtures/ir
+ARCHES=(gfx942 gfx1200 gfx1201)
+BUILD_TIMEOUT=${SQTT_BUILD_TIMEOUT:-1500}
+export PATH=/opt/rust/bin:$LLVM_BIN:$PATH CARGO_HOME=/root/.cargo LLVM_SYS_180_PREFIX=/usr/lib/llvm-18
+
+command -v cargo >/dev/null || lane_die "no cargo in /opt/rust/bin (the host toolchain mount)"
+for t in opt llc clang++ llvm-objcopy llvm-config; do
+  [ -x "$LLVM_BIN/$t" ] || lane_die "$LLVM_BIN/$t is missing in the chroot"
+done
+
+# --- the plugin -------------------------------------------------------------------------------
+t0=$(date +%s)
+mkdir -p "$WORK"
+lane_log "building the plugin (llvm18-0) into $TARGET_DIR ($(cargo --version))"
+# Time-limited: a cold build downloads the crates from crates.io.
+if ! (cd "$REPO" && timeout "$BUILD_TIMEOUT" cargo build --release --locked -p sqtt-plugin \
+  --no-default-features --features llvm18-0 --target-dir "$TARGET_DIR" \
+  -j "${CARGO_BUILD_JOBS:-2}") >"$WORK/../build.log" 2>&1; then
+  tail -40 "$WORK/../build.log" >&2
+  lane_die "cargo build of sqtt-plugin with --features llvm18-0 failed or exceeded ${BUILD_TIMEOUT}s (log: target/lanes/llvm18/build.log)"
+fi
+PLUGIN=$TARGET_DIR/release/libsqtt_plugin.so
+[ -f "$PLUGIN" ] || lane_die "the build produced no $PLUGIN"
+lane_log "plugin built in $(($(date +%s) - t0))s"
+
+export SQTT_PLUGIN=$PLUGIN SQTT_LLVM_MAJOR=18 SQTT_LLVM_BIN=$LLVM_BIN
+if [ "${1:-}" = -- ]; then
+  shift
+  lane_log "running with the LLVM 18 environment: $*"
+  cd "$REPO"
+  exec "$@"
+fi
+
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$WORK"
+
+retarget() { # fixture cpu out
+  sed "s/\"target-cpu\"=\"[^\"]*\"/\"target-cpu\"=\"$2\"/" "$1" >"$3"
+}
+
+# opt-18 with the plugin, then llc-18 to assembly and to an object. Extra args go to opt's env.
+#   ir_case NAME FIXTURE CPU [VAR=VALUE...]
+ir_case() {
+  local name=$1 fixture=$2 cpu=$3
+  shift 3
+  local base=$WORK/$name
+  retarget "$fixture" "$cpu" "$base.in.ll"
+  if ! env "$@" opt -load-pass-plugin="$PLUGIN" -passes=sqtt "$base.in.ll" -S -o "$base.ll" \
+    >"$base.log" 2>&1; then
+    lane_fail "$name: opt -passes=sqtt" "$(tail -5 "$base.log")"
+    return 1
+  fi
+  if ! llc -verify-machineinstrs -mtriple=amdgcn-amd-amdhsa -mcpu="$cpu" "$base.ll" -o "$base.s" \
+    >>"$base.log" 2>&1 ||
+    ! llc -mtriple=amdgcn-amd-amdhsa -mcpu="$cpu" -filetype=obj "$base.ll" -o "$base.o" \
+      >>"$base.log" 2>&1; then
+    lane_fail "$name: llc" "$(tail -5 "$base.log")"
+    return 1
+  fi
+}
+
+hwreg_of() {
+  case $1 in
+  gfx9*) echo 'hwreg\(HW_REG_HW_ID, 8, 4\)' ;;
+  *) echo 'hwreg\(HW_REG_HW_ID1, 10, 4\)' ;;
+  esac
+}
+
+lds_wait_of() {
+  case $1 in
+  gfx12*) echo 's_wait_dscnt 0x0' ;;
+  *) echo 's_waitcnt lgkmcnt\(0\)' ;;
+  esac
+}
+
+IR_FUNCMAP='K:ir_kernel
+U:1:outer
+P:2:mid
+P:3:val
+R:3:extra_payload_count=1'
+BARRIER_FUNCMAP='K:barrier_kernel
+U:1:phase1
+U:2:phase2
+P:3:sync'
+
+for cpu in "${ARCHES[@]}"; do
+  case $cpu in
+  gfx9*) want="m0:6+nop m0:8+nop m0:12+nop m0:dyn+nop m0:1+nop m0:28+nop" ;;
+  *) want="imm:0x6 imm:0x8 imm:0xc m0:dyn+nop imm:0x1 imm:0x1c" ;;
+  esac
+
+  # 1. Named and numeric markers, no scope filter: exact marker sequence, LDS wait of the
+  #    fence boundary, no cache invalidation, funcmap.
+  n="ir $cpu named_markers unfiltered"
+  if ir_case "$cpu-named-unfiltered" "$FIXTURES/named_markers.ll" "$cpu" SQTT_SCOPE_CU=-1; then
+    s=$WORK/$cpu-named-unfiltered.s
+    lane_check_trace "$n" "$s" "$want"
+    lane_check_grep "$n: no scope check" "$s" 's_getreg_b32' 0
+    lane_check_grep "$n: LDS wait of the fence boundary" "$s" "$(lds_wait_of "$cpu")"
+    lane_check_grep "$n: no cache invalidation" "$s" '(global|buffer)_(inv|wbinvl1)|buffer_gl[01]_inv' 0
+    lane_check_funcmap "$n" llvm-objcopy "$WORK/$cpu-named-unfiltered.o" "$IR_FUNCMAP"
+  fi
+
+  # 2. Default settings (CU filter 0x3): one scope check with the target's hwreg field.
+  n="ir $cpu named_markers filtered"
+  if ir_case "$cpu-named" "$FIXTURES/named_markers.ll" "$cpu"; then
+    s=$WORK/$cpu-named.s
+    lane_check_grep "$n: one scope check" "$s" "s_getreg_b32 s[0-9]+, $(hwreg_of "$cpu")" 1
+    got=$(lane_marker_trace "$s" | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ *$//')
+    exp=$(echo "$want" | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ *$//')
+    if [ "$got" = "$exp" ]; then lane_pass "$n: markers [$got]"; else
+      lane_fail "$n: markers" "expected [$exp] in any order, got [$got] (in $s)"
+    fi
+    lane_check_funcmap "$n" llvm-objcopy "$WORK/$cpu-named.o" "$IR_FUNCMAP"
+  fi
+
+  # 3. A marker right before a workgroup barrier (s_barrier; split into signal/wait on gfx12),
+  #    and a fused exit+enter: the pinned sched_barrier stays right before the barrier.
+  n="ir $cpu barrier_sync"
+  if ir_case "$cpu-barrier" "$FIXTURES/barrier_sync.ll" "$cpu"; then
+    s=$WORK/$cpu-barrier.s
+    case $cpu in
+    gfx9*) fused="m0:11+nop" bar='s_barrier$' ;;
+    *) fused="imm:0xb" bar='s_barrier_signal -1' ;;
+    esac
+    got=$(lane_marker_trace "$s" | tr ' ' '\n' | grep -c -x "$fused" || true)
+    if [ "$got" = 1 ]; then lane_pass "$n: one fused exit+enter record ($fused)"; else
+      lane_fail "$n: fused exit+enter" "expected one $fused record, found $got (in $s)"
+    fi
+    # In the IR the pinned sched_barrier is the instruction right before the barrier call; in
+    # the ISA only scalar ALU work (branch conditions) and the counter waits of the barrier itself
+    # may sit between the two.
+    if grep -A1 'call void @llvm.amdgcn.sched.barrier(i32 0)' "$WORK/$cpu-barrier.ll" |
+      grep -q 'call void @llvm.amdgcn.s.barrier()'; then
+      lane_pass "$n: IR sched_barrier pinned right before the barrier"
+    else
+      lane_fail "$n: IR sched_barrier before the barrier" "no sched.barrier call directly followed by s.barrier in $WORK/$cpu-barrier.ll"
+    fi
+    between=$(awk -v bar="$bar" '
+      /; sched_barrier mask\(0x00000000\)/ { on = 1; next }
+      on && $0 ~ ("^[ \t]*" bar) { print "ok"; exit }
+      on && $1 !~ /^s_(and|or|xor|andn2|mov|cmp|cselect|wait)/ && $1 !~ /^;/ { print "bad:" $1; exit }
+    ' "$s")
+    if [ "$between" = ok ]; then
+      lane_pass "$n: ISA sched_barrier then (scalar ALU and counter waits only) $bar"
+    else
+      lane_fail "$n: ISA sched_barrier before the barrier" "got '${between:-no sched_barrier}' between the sched_barrier and /$bar/ in $s"
+    fi
+    case $cpu in gfx12*) lane_check_grep "$n: gfx12 barrier wait" "$s" 's_barrier_wait -1' 1 ;; esac
+    lane_check_funcmap "$n" llvm-objcopy "$WORK/$cpu-barrier.o" "$BARRIER_FUNCMAP"
+  fi
+
+  # 4. A payload marker under gfx12 clock packing is a compile error, not a crash.
+  case $cpu in
+  gfx12*)
+    n="ir $cpu data marker with SQTT_SHADER_CLOCK_BITS=8"
+    retarget "$FIXTURES/named_markers.ll" "$cpu" "$WORK/$cpu-packing.in.ll"
+    if SQTT_SHADER_CLOCK_BITS=8 opt -load-pass-plugin="$PLUGIN" -passes=sqtt \
+      "$WORK/$cpu-packing.in.ll" -S -o /dev/null >"$WORK/$cpu-packing.log" 2>&1; then
+      lane_fail "$n" "opt succeeded; expected the payload/packing error"
+    elif grep -q 'carries a payload record' "$WORK/$cpu-packing.log"; then
+      lane_pass "$n: rejected with a clear error"
+    else
+      lane_fail "$n" "unexpected failure: $(tail -3 "$WORK/$cpu-packing.log")"
+    fi
+    ;;
+  esac
+done
+
+# 5. clang-18 directly on a .hip file (no ROCm headers or device libs needed by the fixture).
+HIP_SRC=$REPO/ci/fixtures/lane_markers.hip
+HIP_FUNCMAP='K:lane_kernel
+U:1:outer
+P:2:mid
+P:3:val
+R:3:extra_payload_count=1'
+hip18() { # arch opt out args...
+  local arch=$1 opt=$2 out=$3
+  shift 3
+  clang++ -x hip --offload-arch="$arch" --cuda-device-only -nogpuinc -nogpulib "$opt" \
+    -fpass-plugin="$PLUGIN" -DSQTT_ENABLED=1 -I "$REPO/markers/include" "$@" "$HIP_SRC" \
+    -o "$out" >"$out.log" 2>&1
+}
+for cpu in "${ARCHES[@]}"; do
+  for opt in -O0 -O3; do
+    n="clang-18 hip $cpu $opt"
+    case $cpu in
+    gfx9*) num=$([ $opt = -O0 ] && echo m0:dyn+nop || echo m0:28+nop)
+      want="m0:6+nop m0:8+nop m0:12+nop m0:dyn+nop m0:1+nop $num" ;;
+    *) num=$([ $opt = -O0 ] && echo m0:dyn+nop || echo imm:0x1c)
+      want="imm:0x6 imm:0x8 imm:0xc m0:dyn+nop imm:0x1 $num" ;;
+    esac
+    s=$WORK/hip-$cpu$opt.s
+    if SQTT_SCOPE_CU=-1 hip18 "$cpu" "$opt" "$s" -S; then
+      lane_check_trace "$n unfiltered" "$s" "$want"
+    else
+      lane_fail "$n: clang++-18 -S" "$(tail -5 "$s.log")"
+    fi
+    co=$WORK/hip-$cpu$opt.co
+    if hip18 "$cpu" "$opt" "$co" -c --no-gpu-bundle-output; then
+      lane_check_funcmap "$n" llvm-objcopy "$co" "$HIP_FUNCMAP"
+    else
+      lane_fail "$n: clang++-18 -c" "$(tail -5 "$co.log")"
+    fi
+  done
+done
+
+lane_summary $(($(date +%s) - START))

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# LLVM 18 lane: LLVM 15/16 know neither gfx942 nor gfx12, so this lane builds the plugin for
+# LLVM 18 inside a cached Debian trixie chroot (nothing from trixie goes onto the bookworm host)
+# and runs the gfx942 / gfx1200 / gfx1201 cases there (ci/llvm18-lane-inner.sh).
+#
+# Usage:
+#   ci/llvm18-lane.sh                 create/reuse the chroot, build, run the cases
+#   ci/llvm18-lane.sh -- CMD ARGS...  create/reuse the chroot, build, then run CMD inside it in
+#                                     /src (the worktree) with SQTT_PLUGIN, SQTT_LLVM_MAJOR=18,
+#                                     SQTT_LLVM_BIN set (e.g. `-- cargo test -p sqtt-e2e`)
+#
+# Settings: SQTT_TRIXIE_ROOT (chroot, default /var/cache/sqtt-trixie), SQTT_TRIXIE_MIRROR,
+# SQTT_NET_TIMEOUT (seconds per network step, default 900), SQTT_BUILD_TIMEOUT (default 1500),
+# CARGO_BUILD_JOBS (default 2). Needs root (debootstrap, chroot, mount namespaces).
+set -euo pipefail
+
+LANE_NAME=llvm18-lane
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=ci/lane-lib.sh
+source "$REPO/ci/lane-lib.sh"
+# shellcheck source=ci/trixie-chroot.sh
+source "$REPO/ci/trixie-chroot.sh"
+
+INNER_ARGS=()
+case "${1:-}" in
+--) INNER_ARGS=("$@") ;;
+"") ;;
+*) echo "usage: $0 [-- CMD ARGS...]" >&2; exit 2 ;;
+esac
+
+[ "$(id -u)" = 0 ] || lane_die "needs root (debootstrap, chroot and mount namespaces)"
+command -v rustc >/dev/null || lane_die "no rustc on PATH: the chroot uses the host's Rust toolchain"
+
+START=$(date +%s)
+mkdir -p "$(dirname "$TRIXIE_ROOT")"
+# One lane at a time per chroot (a second run waits instead of racing debootstrap or apt).
+exec 9>"$TRIXIE_ROOT.lock"
+flock -w 1800 9 || lane_die "timed out waiting for $TRIXIE_ROOT.lock"
+
+trixie_ensure "$REPO"
+T_CHROOT=$(($(date +%s) - START))
+lane_log "chroot ready in ${T_CHROOT}s ($TRIXIE_ROOT)"
+
+STATUS=0
+trixie_run "$REPO" "bash /src/ci/llvm18-lane-inner.sh $(printf '%q ' "${INNER_ARGS[@]}")" || STATUS=$?
+T_ALL=$(($(date +%s) - START))
+lane_log "timings: chroot ${T_CHROOT}s, build and cases $((T_ALL - T_CHROOT))s, total ${T_ALL}s"
+exit $STATUS
