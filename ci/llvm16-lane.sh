@@ -16,6 +16,7 @@
 #   SQTT_LLVM_BIN         /usr/lib/llvm-16/bin (opt, llc, llvm-objcopy, llvm-objdump, ...)
 #   SQTT_DEVICE_LIB_PATH  device bitcode with oclc_isa_version_110x.bc added; pass it as
 #                         --rocm-device-lib-path for gfx11
+#   SQTT_TEST_LLVM_SUFFIX -16 (tests/ picks llvm-objdump-16, llvm-objcopy-16, ... with it)
 #
 # Settings: SQTT_LANE_CACHE (default target/lanes/llvm16), CARGO_BUILD_JOBS (default 2),
 # SQTT_NET_TIMEOUT (seconds per network step, default 600).
@@ -113,8 +114,10 @@ fi
 
 # --- 5. environment ------------------------------------------------------------------------
 export SQTT_PLUGIN=$PLUGIN SQTT_LLVM_MAJOR=16 SQTT_LLVM_BIN=$LLVM_BIN SQTT_DEVICE_LIB_PATH=$DEVLIBS
+export SQTT_TEST_LLVM_SUFFIX=-16
 {
-  for v in SQTT_PLUGIN SQTT_LLVM_MAJOR HIP_CLANG_PATH SQTT_LLVM_BIN SQTT_DEVICE_LIB_PATH; do
+  for v in SQTT_PLUGIN SQTT_LLVM_MAJOR HIP_CLANG_PATH SQTT_LLVM_BIN SQTT_DEVICE_LIB_PATH \
+    SQTT_TEST_LLVM_SUFFIX; do
     printf 'export %s=%q\n' "$v" "${!v}"
   done
 } >"$CACHE/env.sh"
