@@ -225,4 +225,83 @@ for cpu in "${ARCHES[@]}"; do
   done
 done
 
+# 6. Trixie's hipcc 5.7.1 (real HIP headers, ROCm 6.0 device libs) driving clang-18. hipcc
+#    hard-codes clang++-17, so HIP_CLANG_PATH points at a directory of clang-18 symlinks
+#    (as the LLVM 16 lane does for hipcc 5.2.3); the device libs lack gfx12 ISA version files,
+#    generated from gfx1100's.
+if [ "${SQTT_LANE18_HIPCC:-1}" != 0 ]; then
+  HIPDIR=$REPO/target/lanes/llvm18/hip
+  if [ ! -f "$HIPDIR/.done" ]; then
+    rm -rf "$HIPDIR"
+    mkdir -p "$HIPDIR/bin" "$HIPDIR/lib/clang" "$HIPDIR/bitcode"
+    for f in "$LLVM_BIN"/*; do ln -s "$f" "$HIPDIR/bin/"; done
+    ln -sf "$LLVM_BIN/clang++" "$HIPDIR/bin/clang++-17"
+    ln -sf "$LLVM_BIN/clang" "$HIPDIR/bin/clang-17"
+    ln -s /usr/lib/llvm-18/lib/clang/18 "$HIPDIR/lib/clang/18"
+    src=$(dirname "$(dpkg -L rocm-device-libs-17 | grep -m1 '/ockl.bc$')") ||
+      lane_die "rocm-device-libs-17 (a dependency of hipcc) has no ockl.bc"
+    cp "$src"/*.bc "$HIPDIR/bitcode/"
+    for v in 1200 1201; do
+      [ -f "$HIPDIR/bitcode/oclc_isa_version_$v.bc" ] && continue
+      llvm-dis "$HIPDIR/bitcode/oclc_isa_version_1100.bc" -o - | sed "s/i32 11000/i32 ${v}0/" |
+        llvm-as -o "$HIPDIR/bitcode/oclc_isa_version_$v.bc" ||
+        lane_die "could not generate oclc_isa_version_$v.bc"
+    done
+    touch "$HIPDIR/.done"
+  fi
+  RT_SRC=$REPO/ci/fixtures/lane_hip_runtime.hip
+  RT_FUNCMAP='K:_Z19lane_runtime_kernelPfi
+U:1:outer
+P:2:index
+R:2:extra_payload_count=1'
+  hipcc57() { # arch opt out args...
+    local arch=$1 opt=$2 out=$3
+    shift 3
+    HIP_CLANG_PATH=$HIPDIR/bin hipcc -fpass-plugin="$PLUGIN" -DSQTT_ENABLED=1 \
+      -I "$REPO/markers/include" --offload-arch="$arch" --rocm-device-lib-path="$HIPDIR/bitcode" \
+      --cuda-device-only "$opt" "$@" "$RT_SRC" -o "$out" >"$out.log" 2>&1
+  }
+  for cpu in "${ARCHES[@]}"; do
+    for opt in -O0 -O3; do
+      n="hipcc 5.7.1 $cpu $opt"
+      case $cpu in
+      gfx9*) want="m0:6+nop m0:8+nop m0:dyn+nop m0:1+nop" ;;
+      *) want="imm:0x6 imm:0x8 m0:dyn+nop imm:0x1" ;;
+      esac
+      s=$WORK/hipcc-$cpu$opt.s
+      if SQTT_SCOPE_CU=-1 hipcc57 "$cpu" "$opt" "$s" -S; then
+        lane_check_trace "$n unfiltered" "$s" "$want"
+        lane_check_grep "$n: device libs linked (sqrt)" "$s" 'v_sqrt_f32|__ocml_sqrt'
+      else
+        lane_fail "$n: hipcc -S" "$(tail -5 "$s.log")"
+      fi
+      co=$WORK/hipcc-$cpu$opt.co
+      if hipcc57 "$cpu" "$opt" "$co" -c --no-gpu-bundle-output; then
+        lane_check_funcmap "$n" llvm-objcopy "$co" "$RT_FUNCMAP"
+      else
+        lane_fail "$n: hipcc -c" "$(tail -5 "$co.log")"
+      fi
+    done
+  done
+  # A host object with a two-arch fat binary: both device code objects carry the funcmap.
+  n="hipcc 5.7.1 gfx942+gfx1201 -c"
+  obj=$WORK/hipcc-fat.o
+  if HIP_CLANG_PATH=$HIPDIR/bin hipcc -fpass-plugin="$PLUGIN" -DSQTT_ENABLED=1 \
+    -I "$REPO/markers/include" --offload-arch=gfx942 --offload-arch=gfx1201 \
+    --rocm-device-lib-path="$HIPDIR/bitcode" -c "$RT_SRC" -o "$obj" >"$obj.log" 2>&1; then
+    llvm-objcopy --dump-section=.hip_fatbin="$obj.fatbin" "$obj" /dev/null 2>/dev/null || true
+    for cpu in gfx942 gfx1201; do
+      if clang-offload-bundler --type=o --input="$obj.fatbin" \
+        --targets="hipv4-amdgcn-amd-amdhsa--$cpu" --output="$obj.$cpu.co" --unbundle \
+        >>"$obj.log" 2>&1; then
+        lane_check_funcmap "$n: $cpu code object" llvm-objcopy "$obj.$cpu.co" "$RT_FUNCMAP"
+      else
+        lane_fail "$n: unbundle $cpu" "$(tail -3 "$obj.log")"
+      fi
+    done
+  else
+    lane_fail "$n" "$(tail -5 "$obj.log")"
+  fi
+fi
+
 lane_summary $(($(date +%s) - START))

@@ -9,7 +9,8 @@
 #                                     /src (the worktree) with SQTT_PLUGIN, SQTT_LLVM_MAJOR=18,
 #                                     SQTT_LLVM_BIN set (e.g. `-- cargo test -p sqtt-e2e`)
 #
-# Settings: SQTT_TRIXIE_ROOT (chroot, default /var/cache/sqtt-trixie), SQTT_TRIXIE_MIRROR,
+# Settings: SQTT_LANE18_HIPCC=0 skips the hipcc 5.7.1 cases (and their download),
+# SQTT_TRIXIE_ROOT (chroot, default /var/cache/sqtt-trixie), SQTT_TRIXIE_MIRROR,
 # SQTT_NET_TIMEOUT (seconds per network step, default 900), SQTT_BUILD_TIMEOUT (default 1500),
 # CARGO_BUILD_JOBS (default 2). Needs root (debootstrap, chroot, mount namespaces).
 set -euo pipefail
@@ -18,6 +19,10 @@ LANE_NAME=llvm18-lane
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=ci/lane-lib.sh
 source "$REPO/ci/lane-lib.sh"
+# hipcc 5.7.1 (trixie) driving clang-18, unless SQTT_LANE18_HIPCC=0: ~110 MB more to download
+# (it pulls clang-17 and the ROCm 6.0 device libs).
+HIPCC_CASES=${SQTT_LANE18_HIPCC:-1}
+[ "$HIPCC_CASES" = 0 ] || TRIXIE_EXTRA_PACKAGES="hipcc clang-tools-18"
 # shellcheck source=ci/trixie-chroot.sh
 source "$REPO/ci/trixie-chroot.sh"
 
@@ -42,7 +47,9 @@ T_CHROOT=$(($(date +%s) - START))
 lane_log "chroot ready in ${T_CHROOT}s ($TRIXIE_ROOT)"
 
 STATUS=0
-trixie_run "$REPO" "bash /src/ci/llvm18-lane-inner.sh $(printf '%q ' "${INNER_ARGS[@]}")" || STATUS=$?
+trixie_run "$REPO" "SQTT_LANE18_HIPCC=$HIPCC_CASES CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2} \
+  SQTT_BUILD_TIMEOUT=${SQTT_BUILD_TIMEOUT:-1500} \
+  bash /src/ci/llvm18-lane-inner.sh $(printf '%q ' "${INNER_ARGS[@]}")" || STATUS=$?
 T_ALL=$(($(date +%s) - START))
 lane_log "timings: chroot ${T_CHROOT}s, build and cases $((T_ALL - T_CHROOT))s, total ${T_ALL}s"
 exit $STATUS

@@ -13,8 +13,9 @@
 TRIXIE_ROOT=${SQTT_TRIXIE_ROOT:-/var/cache/sqtt-trixie}
 TRIXIE_MIRROR=${SQTT_TRIXIE_MIRROR:-http://deb.debian.org/debian}
 NET_TIMEOUT=${SQTT_NET_TIMEOUT:-900}
-# What the lane needs inside the chroot. Changing this list re-runs apt-get in the chroot.
-TRIXIE_PACKAGES="clang-18 llvm-18 llvm-18-dev lld-18 g++ libc6-dev ca-certificates"
+# What the lane needs inside the chroot (plus TRIXIE_EXTRA_PACKAGES). A package missing from the
+# stamp re-runs apt-get in the chroot.
+TRIXIE_PACKAGES="clang-18 llvm-18 llvm-18-dev lld-18 g++ libc6-dev ca-certificates ${TRIXIE_EXTRA_PACKAGES:-}"
 TRIXIE_STAMP="$TRIXIE_ROOT/.sqtt-lane-ready"
 
 trixie_log() { echo "[trixie] $*" >&2; }
@@ -74,10 +75,14 @@ trixie_run() {
   ' trixie_run "$TRIXIE_ROOT" "$repo" "$sysroot" "$@"
 }
 
-# Creates (or completes) the chroot. Quick when the stamp matches the package list.
+# Creates (or completes) the chroot. Quick when the stamp lists every wanted package.
 trixie_ensure() {
   local repo=$1
-  if [ -f "$TRIXIE_STAMP" ] && [ "$(cat "$TRIXIE_STAMP")" = "$TRIXIE_PACKAGES" ]; then
+  local p have=1
+  for p in $TRIXIE_PACKAGES; do
+    grep -qx -- "$p" "$TRIXIE_STAMP" 2>/dev/null || have=0
+  done
+  if [ $have = 1 ]; then
     trixie_log "reusing $TRIXIE_ROOT"
     return 0
   fi
@@ -104,9 +109,11 @@ trixie_ensure() {
     >"$TRIXIE_ROOT/etc/apt/apt.conf.d/90sqtt-norecommends"
   trixie_run "$repo" "
     export DEBIAN_FRONTEND=noninteractive
+    dpkg --configure -a >/dev/null 2>&1 || true
     timeout $NET_TIMEOUT apt-get update -qq || { echo 'apt-get update in the chroot failed or timed out' >&2; exit 1; }
     timeout $NET_TIMEOUT apt-get install -y -qq $TRIXIE_PACKAGES >/tmp/apt.log 2>&1 || { tail -20 /tmp/apt.log >&2; echo 'apt-get install in the chroot failed or timed out' >&2; exit 1; }
     apt-get clean
   " || trixie_die "could not install LLVM 18 in the chroot"
-  echo "$TRIXIE_PACKAGES" >"$TRIXIE_STAMP"
+  { cat "$TRIXIE_STAMP" 2>/dev/null || true; printf '%s\n' $TRIXIE_PACKAGES; } | sort -u >"$TRIXIE_STAMP.new"
+  mv "$TRIXIE_STAMP.new" "$TRIXIE_STAMP"
 }
