@@ -42,9 +42,52 @@ PLUGIN=$TARGET_DIR/release/libsqtt_plugin.so
 [ -f "$PLUGIN" ] || lane_die "the build produced no $PLUGIN"
 lane_log "plugin built in $(($(date +%s) - t0))s"
 
-export SQTT_PLUGIN=$PLUGIN SQTT_LLVM_MAJOR=18 SQTT_LLVM_BIN=$LLVM_BIN
+# The HIP_CLANG_PATH directory for trixie's hipcc 5.7.1: it hard-codes clang++-17, so a directory
+# of clang-18 symlinks stands in (as the LLVM 16 lane does for hipcc 5.2.3); the ROCm 6.0
+# device libs lack gfx12 ISA version files, generated from gfx1100's.
+HIPDIR=$REPO/target/lanes/llvm18/hip
+setup_hipcc_dir() {
+  if [ ! -f "$HIPDIR/.done" ]; then
+    rm -rf "$HIPDIR"
+    mkdir -p "$HIPDIR/bin" "$HIPDIR/lib/clang" "$HIPDIR/bitcode"
+    for f in "$LLVM_BIN"/*; do ln -s "$f" "$HIPDIR/bin/"; done
+    ln -sf "$LLVM_BIN/clang++" "$HIPDIR/bin/clang++-17"
+    ln -sf "$LLVM_BIN/clang" "$HIPDIR/bin/clang-17"
+    ln -s /usr/lib/llvm-18/lib/clang/18 "$HIPDIR/lib/clang/18"
+    src=$(dpkg -L rocm-device-libs-17 2>/dev/null | grep -m1 '/ockl.bc$' || true)
+    [ -n "$src" ] || lane_die "rocm-device-libs-17 (a dependency of hipcc) has no ockl.bc"
+    src=$(dirname "$src")
+    cp "$src"/*.bc "$HIPDIR/bitcode/"
+    for v in 1200 1201; do
+      [ -f "$HIPDIR/bitcode/oclc_isa_version_$v.bc" ] && continue
+      llvm-dis "$HIPDIR/bitcode/oclc_isa_version_1100.bc" -o - | sed "s/i32 11000/i32 ${v}0/" |
+        llvm-as -o "$HIPDIR/bitcode/oclc_isa_version_$v.bc" ||
+        lane_die "could not generate oclc_isa_version_$v.bc"
+    done
+    touch "$HIPDIR/.done"
+  fi
+  # Debian bookworm's rocm-device-libs live in /usr/lib/x86_64-linux-gnu/amdgcn/bitcode, where
+  # tests/ looks for them; trixie's rocm-device-libs-17 ships them in clang-17's resource dir.
+  local multiarch=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode
+  if [ ! -e "$multiarch" ]; then
+    src=$(dpkg -L rocm-device-libs-17 2>/dev/null | grep -m1 '/ockl.bc$' || true)
+    [ -n "$src" ] && mkdir -p "$(dirname "$multiarch")" && ln -s "$(dirname "$src")" "$multiarch"
+  fi
+}
+
+export SQTT_PLUGIN=$PLUGIN SQTT_LLVM_MAJOR=18 SQTT_LLVM_BIN=$LLVM_BIN SQTT_TEST_LLVM_SUFFIX=-18
+if [ "${SQTT_LANE18_HIPCC:-1}" != 0 ]; then
+  setup_hipcc_dir
+  export HIP_CLANG_PATH=$HIPDIR/bin SQTT_DEVICE_LIB_PATH=$HIPDIR/bitcode
+fi
 if [ "${1:-}" = -- ]; then
   shift
+  # hipcc 5.7.1's clang-18 does not find the device libs by itself; hipcc appends these flags.
+  # Cargo output of commands run here stays apart from the host's target/debug.
+  if [ -n "${SQTT_DEVICE_LIB_PATH:-}" ]; then
+    export HIPCC_COMPILE_FLAGS_APPEND="${HIPCC_COMPILE_FLAGS_APPEND:+$HIPCC_COMPILE_FLAGS_APPEND }--rocm-device-lib-path=$SQTT_DEVICE_LIB_PATH"
+  fi
+  export CARGO_TARGET_DIR=$TARGET_DIR
   lane_log "running with the LLVM 18 environment: $*"
   cd "$REPO"
   exec "$@"
@@ -225,30 +268,8 @@ for cpu in "${ARCHES[@]}"; do
   done
 done
 
-# 6. Trixie's hipcc 5.7.1 (real HIP headers, ROCm 6.0 device libs) driving clang-18. hipcc
-#    hard-codes clang++-17, so HIP_CLANG_PATH points at a directory of clang-18 symlinks
-#    (as the LLVM 16 lane does for hipcc 5.2.3); the device libs lack gfx12 ISA version files,
-#    generated from gfx1100's.
+# 6. Trixie's hipcc 5.7.1 (real HIP headers, ROCm 6.0 device libs) driving clang-18.
 if [ "${SQTT_LANE18_HIPCC:-1}" != 0 ]; then
-  HIPDIR=$REPO/target/lanes/llvm18/hip
-  if [ ! -f "$HIPDIR/.done" ]; then
-    rm -rf "$HIPDIR"
-    mkdir -p "$HIPDIR/bin" "$HIPDIR/lib/clang" "$HIPDIR/bitcode"
-    for f in "$LLVM_BIN"/*; do ln -s "$f" "$HIPDIR/bin/"; done
-    ln -sf "$LLVM_BIN/clang++" "$HIPDIR/bin/clang++-17"
-    ln -sf "$LLVM_BIN/clang" "$HIPDIR/bin/clang-17"
-    ln -s /usr/lib/llvm-18/lib/clang/18 "$HIPDIR/lib/clang/18"
-    src=$(dirname "$(dpkg -L rocm-device-libs-17 | grep -m1 '/ockl.bc$')") ||
-      lane_die "rocm-device-libs-17 (a dependency of hipcc) has no ockl.bc"
-    cp "$src"/*.bc "$HIPDIR/bitcode/"
-    for v in 1200 1201; do
-      [ -f "$HIPDIR/bitcode/oclc_isa_version_$v.bc" ] && continue
-      llvm-dis "$HIPDIR/bitcode/oclc_isa_version_1100.bc" -o - | sed "s/i32 11000/i32 ${v}0/" |
-        llvm-as -o "$HIPDIR/bitcode/oclc_isa_version_$v.bc" ||
-        lane_die "could not generate oclc_isa_version_$v.bc"
-    done
-    touch "$HIPDIR/.done"
-  fi
   RT_SRC=$REPO/ci/fixtures/lane_hip_runtime.hip
   RT_FUNCMAP='K:_Z19lane_runtime_kernelPfi
 U:1:outer

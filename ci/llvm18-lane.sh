@@ -20,9 +20,9 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=ci/lane-lib.sh
 source "$REPO/ci/lane-lib.sh"
 # hipcc 5.7.1 (trixie) driving clang-18, unless SQTT_LANE18_HIPCC=0: ~110 MB more to download
-# (it pulls clang-17 and the ROCm 6.0 device libs).
+# (it pulls clang-17 and the ROCm 6.0 device libs; libclang-rt-18-dev lets hipcc link programs).
 HIPCC_CASES=${SQTT_LANE18_HIPCC:-1}
-[ "$HIPCC_CASES" = 0 ] || TRIXIE_EXTRA_PACKAGES="hipcc clang-tools-18"
+[ "$HIPCC_CASES" = 0 ] || TRIXIE_EXTRA_PACKAGES="hipcc clang-tools-18 libclang-rt-18-dev"
 # shellcheck source=ci/trixie-chroot.sh
 source "$REPO/ci/trixie-chroot.sh"
 
