@@ -55,7 +55,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   timeout "$NET_TIMEOUT" apt-get update -qq >"$CACHE/apt.log" 2>&1 ||
     lane_die "apt-get update failed or timed out after ${NET_TIMEOUT}s (see $CACHE/apt.log)"
   DEBIAN_FRONTEND=noninteractive timeout "$NET_TIMEOUT" \
-    apt-get install -y -qq "${missing[@]}" >>"$CACHE/apt.log" 2>&1 ||
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"$CACHE/apt.log" 2>&1 ||
     lane_die "apt-get install ${missing[*]} failed or timed out (see $CACHE/apt.log)"
 fi
 for t in clang clang++ llvm-config llvm-objcopy llvm-dis llvm-as; do
@@ -66,6 +66,7 @@ command -v cargo >/dev/null || lane_die "cargo is not on PATH (the base image pr
 
 # --- 2. the plugin for LLVM 16 ---------------------------------------------------------------
 lane_log "building the plugin (llvm16-0) into $TARGET_DIR"
+t0=$(date +%s)
 if ! (cd "$REPO" && PATH="$LLVM_BIN:$PATH" LLVM_SYS_160_PREFIX=/usr/lib/llvm-16 \
   cargo build --release --locked -p sqtt-plugin --no-default-features --features llvm16-0 \
   --target-dir "$TARGET_DIR" -j "${CARGO_BUILD_JOBS:-2}") >"$CACHE/build.log" 2>&1; then
@@ -74,6 +75,7 @@ if ! (cd "$REPO" && PATH="$LLVM_BIN:$PATH" LLVM_SYS_160_PREFIX=/usr/lib/llvm-16 
 fi
 PLUGIN=$TARGET_DIR/release/libsqtt_plugin.so
 [ -f "$PLUGIN" ] || lane_die "the build produced no $PLUGIN"
+lane_log "plugin built in $(($(date +%s) - t0))s"
 
 # --- 3. hipcc -> clang-16 symlink directory ----------------------------------------------
 # hipcc 5.2.3 runs $HIP_CLANG_PATH/clang++-15 and looks for headers in

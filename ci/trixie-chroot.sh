@@ -21,6 +21,7 @@ TRIXIE_STAMP="$TRIXIE_ROOT/.sqtt-lane-ready"
 trixie_log() { echo "[trixie] $*" >&2; }
 trixie_die() {
   echo "[trixie] FAIL: $*" >&2
+  echo "== ${LANE_NAME:-trixie}: FAIL (setup: $*)" >&2
   exit 1
 }
 
