@@ -122,3 +122,35 @@ got
 $got"
   fi
 }
+
+# Disassembles a code object and checks that it holds the expected markers (in any order: the
+# block layout of guarded markers varies) with the target's encodings:
+#   gfx9/gfx10 s_ttracedata BF960000, gfx10 s_ttracedata_imm BFA8xxxx,
+#   gfx11/gfx12 s_ttracedata BFBA0000, s_ttracedata_imm BFBBxxxx.
+#   lane_check_disasm CASE OBJDUMP CPU OBJECT "expected words"
+lane_check_disasm() {
+  local name=$1 objdump=$2 cpu=$3 obj=$4 want=$5 dis got exp plain imm bad
+  dis="$obj.dis"
+  if ! "$objdump" -d --mcpu="$cpu" "$obj" >"$dis" 2>"$dis.err"; then
+    lane_fail "$name: disassembly" "$(basename "$objdump") failed on $obj: $(head -c 300 "$dis.err")"
+    return
+  fi
+  got=$(lane_marker_trace "$dis" | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ *$//')
+  exp=$(echo "$want" | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ *$//')
+  case $cpu in
+  gfx9*) plain=BF960000 imm=none ;;
+  gfx10*) plain=BF960000 imm=BFA8 ;;
+  *) plain=BFBA0000 imm=BFBB ;;
+  esac
+  bad=$(awk -v plain="$plain" -v imm="$imm" '
+    $1 == "s_ttracedata" && toupper($NF) != plain { print $1 "=" $NF }
+    $1 == "s_ttracedata_imm" && substr(toupper($NF), 1, 4) != imm { print $1 "=" $NF }
+  ' "$dis" | sort -u | tr '\n' ' ')
+  if [ "$got" != "$exp" ]; then
+    lane_fail "$name: disassembled markers" "expected [$exp] in any order, got [$got] (in $dis)"
+  elif [ -n "$bad" ]; then
+    lane_fail "$name: marker encodings" "expected s_ttracedata $plain / s_ttracedata_imm ${imm}xxxx, got $bad(in $dis)"
+  else
+    lane_pass "$name: code object markers and encodings"
+  fi
+}

@@ -41,7 +41,7 @@ CACHE=${SQTT_LANE_CACHE:-$REPO/target/lanes/llvm16}
 NET_TIMEOUT=${SQTT_NET_TIMEOUT:-600}
 TARGET_DIR=$REPO/target/llvm16
 LLVM_BIN=/usr/lib/llvm-16/bin
-ARCHES=(gfx90a gfx1030 gfx1100)
+ARCHES=(gfx90a gfx940 gfx1030 gfx1100)
 mkdir -p "$CACHE"
 
 # --- 1. packages (bookworm) ----------------------------------------------------------------
@@ -190,6 +190,7 @@ for arch in "${ARCHES[@]}"; do
     co=$WORK/$arch$opt.co
     if hip_device "$arch" "$opt" "$co" -c --no-gpu-bundle-output; then
       lane_check_funcmap "$c" "$LLVM_BIN/llvm-objcopy" "$co" "$FUNCMAP"
+      lane_check_disasm "$c" "$LLVM_BIN/llvm-objdump" "$arch" "$co" "$want"
     else
       lane_fail "$c: hipcc -c" "$(tail -5 "$co.log")"
     fi

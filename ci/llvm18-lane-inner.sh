@@ -162,6 +162,7 @@ for cpu in "${ARCHES[@]}"; do
     lane_check_grep "$n: LDS wait of the fence boundary" "$s" "$(lds_wait_of "$cpu")"
     lane_check_grep "$n: no cache invalidation" "$s" '(global|buffer)_(inv|wbinvl1)|buffer_gl[01]_inv' 0
     lane_check_funcmap "$n" llvm-objcopy "$WORK/$cpu-named-unfiltered.o" "$IR_FUNCMAP"
+    lane_check_disasm "$n" llvm-objdump "$cpu" "$WORK/$cpu-named-unfiltered.o" "$want"
   fi
 
   # 2. Default settings (CU filter 0x3): one scope check with the target's hwreg field.
@@ -262,6 +263,7 @@ for cpu in "${ARCHES[@]}"; do
     co=$WORK/hip-$cpu$opt.co
     if hip18 "$cpu" "$opt" "$co" -c --no-gpu-bundle-output; then
       lane_check_funcmap "$n" llvm-objcopy "$co" "$HIP_FUNCMAP"
+      lane_check_disasm "$n" llvm-objdump "$cpu" "$co" "$want"
     else
       lane_fail "$n: clang++-18 -c" "$(tail -5 "$co.log")"
     fi
@@ -299,6 +301,7 @@ R:2:extra_payload_count=1'
       co=$WORK/hipcc-$cpu$opt.co
       if hipcc57 "$cpu" "$opt" "$co" -c --no-gpu-bundle-output; then
         lane_check_funcmap "$n" llvm-objcopy "$co" "$RT_FUNCMAP"
+        lane_check_disasm "$n" llvm-objdump "$cpu" "$co" "$want"
       else
         lane_fail "$n: hipcc -c" "$(tail -5 "$co.log")"
       fi
