@@ -31,10 +31,25 @@ const EXCLUDED_PREFIXES: &[&str] = &[
     "llvm.",
 ];
 
+/// Whether a (possibly mangled) name is a reserved identifier (`__x`, `ns::__x`, `__ns::x`):
+/// the compiler's, runtime's and device libraries' own functions.
+fn is_reserved_name(name: &str) -> bool {
+    if name.starts_with("__") {
+        return true;
+    }
+    let Some(rest) = name.strip_prefix("_Z") else {
+        return false;
+    };
+    let rest = rest.trim_start_matches(['L', 'N', 'K']);
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && rest[digits..].starts_with("__")
+}
+
 /// A device-library or runtime function (never instrumented).
 pub fn is_library_function(f: Value) -> bool {
     let name = f.name();
     EXCLUDED_PREFIXES.iter().any(|p| name.starts_with(p))
+        || is_reserved_name(&name)
         || name.contains("sqtt_marker_")
         || name.contains("__sqtt")
 }
@@ -43,10 +58,7 @@ pub fn is_eligible_function(f: Value) -> bool {
     if f.is_declaration() || f.is_kernel() {
         return false;
     }
-    let name = f.name();
-    // The markers.hpp wrappers themselves (`sqtt_marker_enter`, `__sqtt_ttracedata`, ...).
-    let marker_api = name.contains("sqtt_marker_") || name.contains("__sqtt");
-    !name.is_empty() && !marker_api && !EXCLUDED_PREFIXES.iter().any(|p| name.starts_with(p))
+    !f.name().is_empty() && !is_library_function(f)
 }
 
 /// Inlines every call of functions whose sentinel names come from their parameters.
@@ -223,4 +235,28 @@ pub fn run(m: Module, settings: &Settings) {
         }
     }
     ledger.write(m);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reserved_names() {
+        for n in [
+            "__ockl_get_local_id",
+            "__atomic_work_item_fence",
+            "_Z10__shfl_xorfii",
+            "_ZN17__HIP_CoordinatesI15__HIP_ThreadIdxE1xE",
+            "_ZL5__foov",
+        ] {
+            assert!(super::is_reserved_name(n), "{n}");
+        }
+        for n in [
+            "_Z5heavyPfi",
+            "_ZN3app6kernelEv",
+            "my_c_function",
+            "_ZL6helperv",
+        ] {
+            assert!(!super::is_reserved_name(n), "{n}");
+        }
+    }
 }
