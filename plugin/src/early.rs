@@ -45,10 +45,125 @@ fn is_reserved_name(name: &str) -> bool {
     digits > 0 && rest[digits..].starts_with("__")
 }
 
+/// C math functions that the HIP headers define as device wrappers around the device libraries
+/// (`sinf` -> `__ocml_sin_f32`): runtime code, not the user's.
+const MATH_WRAPPERS: &[&str] = &[
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "cbrt",
+    "ceil",
+    "copysign",
+    "cos",
+    "cosh",
+    "cospi",
+    "erf",
+    "erfc",
+    "erfinv",
+    "erfcinv",
+    "exp",
+    "exp10",
+    "exp2",
+    "expm1",
+    "fabs",
+    "fdim",
+    "floor",
+    "fma",
+    "fmax",
+    "fmin",
+    "fmod",
+    "frexp",
+    "hypot",
+    "ilogb",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "j0",
+    "j1",
+    "jn",
+    "ldexp",
+    "lgamma",
+    "llrint",
+    "llround",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "logb",
+    "lrint",
+    "lround",
+    "modf",
+    "nan",
+    "nearbyint",
+    "nextafter",
+    "norm",
+    "norm3d",
+    "norm4d",
+    "normcdf",
+    "normcdfinv",
+    "pow",
+    "powi",
+    "rcbrt",
+    "remainder",
+    "remquo",
+    "rhypot",
+    "rint",
+    "rnorm",
+    "rnorm3d",
+    "rnorm4d",
+    "round",
+    "rsqrt",
+    "scalbln",
+    "scalbn",
+    "signbit",
+    "sin",
+    "sincos",
+    "sincospi",
+    "sinh",
+    "sinpi",
+    "sqrt",
+    "tan",
+    "tanh",
+    "tgamma",
+    "trunc",
+    "y0",
+    "y1",
+    "yn",
+    "abs",
+    "labs",
+    "llabs",
+    "max",
+    "min",
+    "fmaf",
+    "saturate",
+];
+
+/// The unqualified name of a mangled `_Z<len><name>...` / `_ZL<len><name>...` function.
+fn simple_mangled_name(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix("_Z")?;
+    let rest = rest.strip_prefix('L').unwrap_or(rest);
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let len: usize = rest[..digits].parse().ok()?;
+    rest.get(digits..digits + len)
+}
+
+fn is_math_wrapper(name: &str) -> bool {
+    let simple = simple_mangled_name(name).unwrap_or(name);
+    let base = simple
+        .strip_suffix('f')
+        .filter(|b| MATH_WRAPPERS.contains(b));
+    MATH_WRAPPERS.contains(&simple) || base.is_some()
+}
+
 /// A device-library or runtime function (never instrumented).
 pub fn is_library_function(f: Value) -> bool {
     let name = f.name();
     EXCLUDED_PREFIXES.iter().any(|p| name.starts_with(p))
+        || is_math_wrapper(&name)
         || is_reserved_name(&name)
         || name.contains("sqtt_marker_")
         || name.contains("__sqtt")

@@ -323,6 +323,21 @@ impl Value {
         }
     }
 
+    /// The first function of this function's module.
+    pub fn first_function_of_module(self) -> Option<Value> {
+        unsafe {
+            let m = LLVMGetGlobalParent(self.0);
+            let f = LLVMGetFirstFunction(m);
+            (!f.is_null()).then_some(Value(f))
+        }
+    }
+
+    /// The next function of the module.
+    pub fn next_function(self) -> Option<Value> {
+        let f = unsafe { LLVMGetNextFunction(self.0) };
+        (!f.is_null()).then_some(Value(f))
+    }
+
     pub fn blocks(self) -> Vec<Block> {
         let mut out = Vec::new();
         let mut b = unsafe { LLVMGetFirstBasicBlock(self.0) };

@@ -316,10 +316,17 @@ pub fn place_marker(
     }
 }
 
-/// The target of a function from its `target-cpu` attribute.
+/// The target of a function from its `target-cpu` attribute; functions without one (linked in
+/// from the device libraries) take the module's.
 pub fn target_of(f: Value) -> Result<Target, String> {
-    let cpu = f.string_attribute("target-cpu").unwrap_or_default();
-    let features = f.string_attribute("target-features").unwrap_or_default();
+    let cpu = f
+        .string_attribute("target-cpu")
+        .or_else(|| module_target_cpu(f))
+        .unwrap_or_default();
+    let features = f
+        .string_attribute("target-features")
+        .or_else(|| module_function_with_cpu(f).and_then(|g| g.string_attribute("target-features")))
+        .unwrap_or_default();
     Target::from_cpu(&cpu, &features).ok_or_else(|| {
         format!(
             "sqtt: function {} has target-cpu {cpu:?}, which the sqtt plugin does not know \
@@ -327,4 +334,20 @@ pub fn target_of(f: Value) -> Result<Target, String> {
             f.name()
         )
     })
+}
+
+/// The first function of `f`'s module that names its target.
+fn module_function_with_cpu(f: Value) -> Option<Value> {
+    let mut cur = f.first_function_of_module();
+    while let Some(g) = cur {
+        if g.string_attribute("target-cpu").is_some() {
+            return Some(g);
+        }
+        cur = g.next_function();
+    }
+    None
+}
+
+fn module_target_cpu(f: Value) -> Option<String> {
+    module_function_with_cpu(f)?.string_attribute("target-cpu")
 }
