@@ -111,7 +111,7 @@ fn classify(i: Value, which: AddressTrace) -> Option<TracedOp> {
     if i.is_atomic_rmw() || i.is_cmpxchg() {
         return by_space(i.operand(0), Category::Atomic, Category::LdsAtomic);
     }
-    let name = i.called_function()?.name();
+    let name = i.called_function()?.name_ref();
     let rest = name.strip_prefix("llvm.amdgcn.")?;
     if rest == "ds.permute" && which.lds {
         return Some(op(Category::Permute, i.arg(0)));

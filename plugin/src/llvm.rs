@@ -208,6 +208,11 @@ impl Module {
         }
     }
 
+    /// The context this module lives in, as an opaque key.
+    pub fn context_key(self) -> usize {
+        self.ctx() as usize
+    }
+
     pub fn md_kind(self, name: &str) -> c_uint {
         unsafe {
             LLVMGetMDKindIDInContext(
@@ -294,9 +299,18 @@ impl Value {
     }
 
     pub fn name(self) -> String {
+        self.name_ref().to_string()
+    }
+
+    /// The name without copying it. Valid while the value is (the pass never keeps it longer).
+    pub fn name_ref<'a>(self) -> &'a str {
         let mut len = 0usize;
         let p = unsafe { LLVMGetValueName2(self.0, &mut len) };
-        string_of(p, len)
+        if p.is_null() {
+            return "";
+        }
+        let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, len) };
+        std::str::from_utf8(bytes).unwrap_or("")
     }
 
     // --- functions ---

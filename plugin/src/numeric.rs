@@ -10,7 +10,7 @@ use crate::scope::ScopeChecks;
 fn is_header_sched_barrier(emitter: &Emitter, i: Option<Value>) -> Option<Value> {
     let i = i?;
     let f = i.called_function()?;
-    (f.name() == "llvm.amdgcn.sched.barrier" && !emitter.is_plugin_marker(i)).then_some(i)
+    (f.name_ref() == "llvm.amdgcn.sched.barrier" && !emitter.is_plugin_marker(i)).then_some(i)
 }
 
 pub fn wrap_numeric_markers(
