@@ -1,0 +1,1 @@
+use anyhow::Result;
