@@ -136,42 +136,34 @@ pub(crate) const RDNA4: [Kind; 24] = {
     t
 };
 
-/// A layout's tables: the kind of each low byte, and per kind its size in nibbles, delta
-/// shift, delta mask, fixed addition and special handling.
+/// What the decoder needs of a packet type, by the packet's low byte.
+#[derive(Clone, Copy)]
+pub(crate) struct Entry {
+    mask: u64,
+    shift: u8,
+    nibbles: u8,
+    add: u8,
+    special: u8,
+}
+
+/// A layout's tables: the kind of each low byte, and the decoding entry of each low byte.
 pub(crate) struct Tables {
     pub(crate) kind_of: [u8; 256],
-    nibbles: [u8; 32],
-    shift: [u8; 32],
-    mask: [u64; 32],
-    add: [u8; 32],
-    special: [u8; 32],
+    entry: [Entry; 256],
 }
 
 const fn tables(kinds: &[Kind; 24]) -> Tables {
+    let none = Entry {
+        mask: 0,
+        shift: 0,
+        nibbles: 1,
+        add: 0,
+        special: PLAIN,
+    };
     let mut t = Tables {
         kind_of: [0; 256],
-        nibbles: [0; 32],
-        shift: [0; 32],
-        mask: [0; 32],
-        add: [0; 32],
-        special: [0; 32],
+        entry: [none; 256],
     };
-    let mut i = 0;
-    while i < kinds.len() {
-        let kd = kinds[i];
-        t.nibbles[i] = kd.bits / 4;
-        t.shift[i] = kd.delta_lo;
-        t.mask[i] = if kd.delta_width == 0 {
-            0
-        } else if kd.delta_width >= 64 {
-            u64::MAX
-        } else {
-            (1u64 << kd.delta_width) - 1
-        };
-        t.add[i] = kd.add;
-        t.special[i] = kd.special;
-        i += 1;
-    }
     // Most specific code first: for each byte, the matching kind with the most code bits
     // (NOP, 4 zero bits, matches only what nothing longer does).
     let mut b = 0;
@@ -189,6 +181,21 @@ const fn tables(kinds: &[Kind; 24]) -> Tables {
             j += 1;
         }
         t.kind_of[b] = best as u8;
+        let kd = kinds[best];
+        let mask = if kd.delta_width == 0 {
+            0
+        } else if kd.delta_width >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << kd.delta_width) - 1
+        };
+        t.entry[b] = Entry {
+            mask,
+            shift: kd.delta_lo,
+            nibbles: kd.bits / 4,
+            add: kd.add,
+            special: kd.special,
+        };
         b += 1;
     }
     t
@@ -201,28 +208,21 @@ pub(crate) static TABLES4: Tables = tables(&RDNA4);
 #[inline(always)]
 fn window(data: &[u8], p: usize) -> u64 {
     let b = p >> 1;
-    let w = if b + 8 <= data.len() {
-        u64::from_le_bytes([
-            data[b],
-            data[b + 1],
-            data[b + 2],
-            data[b + 3],
-            data[b + 4],
-            data[b + 5],
-            data[b + 6],
-            data[b + 7],
-        ])
+    let shift = ((p & 1) * 4) as u32;
+    if let Some(chunk) = data.get(b..b + 9) {
+        let lo = u64::from_le_bytes([
+            chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
+        ]);
+        // The next byte's low nibble tops an odd window (and shifts out of an even one).
+        (lo >> shift) | ((u64::from(chunk[8]) << 60) << (4 - shift))
     } else {
-        let mut buf = [0u8; 8];
+        let mut buf = [0u8; 9];
         let rest = data.get(b..).unwrap_or(&[]);
         buf[..rest.len()].copy_from_slice(rest);
-        u64::from_le_bytes(buf)
-    };
-    if p & 1 == 1 {
-        let top = data.get(b + 8).map_or(0, |&x| u64::from(x & 0xF));
-        (w >> 4) | (top << 60)
-    } else {
-        w
+        let lo = u64::from_le_bytes([
+            buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7],
+        ]);
+        (lo >> shift) | ((u64::from(buf[8]) << 60) << (4 - shift))
     }
 }
 
@@ -244,60 +244,89 @@ fn bits(data: &[u8], p: usize, lo: u32, hi: u32) -> u64 {
     v
 }
 
-fn rdna<S: Sink>(data: &[u8], layout4: bool, sink: &mut S) -> Summary {
-    let t = if layout4 { &TABLES4 } else { &TABLES3 };
-    let (wgp_field, wave_start_slot, cu_shift) = if layout4 { (0xF, 15, 4) } else { (0x7, 13, 3) };
+fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
+    let t = if LAYOUT4 { &TABLES4 } else { &TABLES3 };
+    let (wgp_field, wave_start_slot, cu_shift) = if LAYOUT4 { (0xF, 15, 4) } else { (0x7, 13, 3) };
     let total = data.len() * 2;
     let mut p = 0usize;
     let mut time = 0u64;
     let mut packets = 0u64;
-    let mut layout = None;
+    // The header, if the stream starts with one (the loop takes it as a packet of no time).
+    let layout = header_layout(data);
+    // `w` holds the nibbles from `p` on, `avail` of them read from `data` (zeros past its end):
+    // several small packets are decoded from one load.
+    let mut w = 0u64;
+    let mut avail = 0usize;
     while p < total {
-        let w = window(data, p);
-        let kind = t.kind_of[(w & 0xFF) as usize] as usize;
-        let n = t.nibbles[kind] as usize;
+        if avail < 2 {
+            w = window(data, p);
+            avail = 16;
+        }
+        if w & 0xFF == 0 {
+            // A run of zero nibbles: NOPs, a nibble each and no time.
+            let z = if w == 0 {
+                avail
+            } else {
+                ((w.trailing_zeros() / 4) as usize).min(avail)
+            };
+            let z = z.min(total - p);
+            packets += z as u64;
+            p += z;
+            avail -= z;
+            w = if z >= 16 { 0 } else { w >> (4 * z) };
+            continue;
+        }
+        let e = t.entry[(w & 0xFF) as usize];
+        let n = e.nibbles as usize;
         if p + n > total {
             break;
         }
-        time = time.wrapping_add(((w >> t.shift[kind]) & t.mask[kind]) + u64::from(t.add[kind]));
-        match t.special[kind] {
-            PLAIN => {}
-            WAVE_START => {
-                let sa = ((w >> 7) & 1) as u32;
-                let simd = ((w >> 8) & 3) as u32;
-                let wgp = ((w >> 10) & wgp_field) as u32;
-                let slot = ((w >> wave_start_slot) & 0x1F) as u32;
-                sink.wave_start(wgp | (sa << cu_shift), simd, slot, time);
-            }
-            WAVE_END => {
-                let sa = ((w >> 8) & 1) as u32;
-                let simd = ((w >> 9) & 3) as u32;
-                let wgp = ((w >> 11) & wgp_field) as u32;
-                let slot = ((w >> 15) & 0x1F) as u32;
-                sink.wave_end(wgp | (sa << cu_shift), simd, slot, time);
-            }
-            TIMESTAMP => {
-                // The window holds the whole 48 or 64 bits; the time took the field as a delta,
-                // which a marker (realtime bit set, PL clear) is not.
-                let value = (w >> t.shift[kind]) & t.mask[kind];
-                let (rt, pl) = if layout4 {
-                    ((w >> 7) & 1, (w >> 8) & 1)
-                } else {
-                    ((w >> 9) & 1, (w >> 8) & 1)
-                };
-                if rt == 1 && pl == 0 {
-                    time = time.wrapping_sub(value);
-                    sink.marker(time, value);
+        if avail < n.min(16) {
+            w = window(data, p);
+            avail = 16;
+        }
+        time = time.wrapping_add(((w >> e.shift) & e.mask) + u64::from(e.add));
+        if e.special != PLAIN {
+            match e.special {
+                WAVE_START => {
+                    let sa = ((w >> 7) & 1) as u32;
+                    let simd = ((w >> 8) & 3) as u32;
+                    let wgp = ((w >> 10) & wgp_field) as u32;
+                    let slot = ((w >> wave_start_slot) & 0x1F) as u32;
+                    sink.wave_start(wgp | (sa << cu_shift), simd, slot, time);
                 }
-            }
-            _ => {
-                if packets == 0 {
-                    layout = Some(((w >> 7) & 0x3F) as u8);
+                WAVE_END => {
+                    let sa = ((w >> 8) & 1) as u32;
+                    let simd = ((w >> 9) & 3) as u32;
+                    let wgp = ((w >> 11) & wgp_field) as u32;
+                    let slot = ((w >> 15) & 0x1F) as u32;
+                    sink.wave_end(wgp | (sa << cu_shift), simd, slot, time);
                 }
+                TIMESTAMP => {
+                    // The window holds the whole 48 or 64 bits; the time took the field as a
+                    // delta, which a marker (realtime bit set, PL clear) is not.
+                    let value = (w >> e.shift) & e.mask;
+                    let (rt, pl) = if LAYOUT4 {
+                        ((w >> 7) & 1, (w >> 8) & 1)
+                    } else {
+                        ((w >> 9) & 1, (w >> 8) & 1)
+                    };
+                    if rt == 1 && pl == 0 {
+                        time = time.wrapping_sub(value);
+                        sink.marker(time, value);
+                    }
+                }
+                _ => {}
             }
         }
         packets += 1;
         p += n;
+        if n >= avail {
+            avail = 0;
+        } else {
+            avail -= n;
+            w >>= 4 * n;
+        }
     }
     Summary {
         packets,
@@ -317,27 +346,63 @@ const CDNA_TIMESTAMP: u16 = 1;
 const CDNA_WAVE_START: u16 = 3;
 const CDNA_WAVE_END: u16 = 6;
 
+/// The four 16-bit words from word `i` of `data` (zeros past its end).
+#[inline(always)]
+fn words4(data: &[u8], i: usize) -> u64 {
+    let b = 2 * i;
+    if let Some(c) = data.get(b..b + 8) {
+        u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
+    } else {
+        let mut buf = [0u8; 8];
+        let rest = data.get(b..).unwrap_or(&[]);
+        let rest = &rest[..rest.len().min(8) & !1];
+        buf[..rest.len()].copy_from_slice(rest);
+        u64::from_le_bytes(buf)
+    }
+}
+
 fn cdna<S: Sink>(data: &[u8], sink: &mut S) -> Summary {
     let n = data.len() / 2;
-    let word = |i: usize| u16::from_le_bytes([data[2 * i], data[2 * i + 1]]);
     let mut i = 0usize;
     let mut time = 0u64;
     let mut packets = 0u64;
     let mut offset: Option<u64> = None;
+    // `w` holds the words from `i` on, `avail` of them (as in the RDNA decoder).
+    let mut w = 0u64;
+    let mut avail = 0usize;
     while i < n {
-        let w = word(i);
-        let ty = w & 0xF;
+        if avail == 0 {
+            w = words4(data, i);
+            avail = 4;
+        }
+        if w & 0xFFFF == 0 {
+            // MISC tokens of no time.
+            let z = if w == 0 {
+                avail
+            } else {
+                ((w.trailing_zeros() / 16) as usize).min(avail)
+            };
+            let z = z.min(n - i);
+            packets += z as u64;
+            i += z;
+            avail -= z;
+            w = if z >= 4 { 0 } else { w >> (16 * z) };
+            continue;
+        }
+        let ty = (w & 0xF) as u16;
         let len = CDNA_WORDS[ty as usize] as usize;
         if i + len > n {
             break;
         }
+        if avail < len {
+            w = words4(data, i);
+            avail = 4;
+        }
         match ty {
-            CDNA_MISC => time = time.wrapping_add(u64::from((w >> 4) & 0xFF) * 4),
+            CDNA_MISC => time = time.wrapping_add(((w >> 4) & 0xFF) * 4),
             CDNA_TIMESTAMP => {
                 if (w >> 4) & 0xFFF == 0 {
-                    let absolute = u64::from(word(i + 1))
-                        | (u64::from(word(i + 2)) << 16)
-                        | (u64::from(word(i + 3)) << 32);
+                    let absolute = w >> 16;
                     match offset {
                         None => offset = Some(absolute.wrapping_sub(time)),
                         Some(o) => {
@@ -351,12 +416,12 @@ fn cdna<S: Sink>(data: &[u8], sink: &mut S) -> Summary {
                 }
             }
             _ => {
-                time = time.wrapping_add(u64::from((w >> 4) & 1) * 4);
+                time = time.wrapping_add(((w >> 4) & 1) * 4);
                 if ty == CDNA_WAVE_START || ty == CDNA_WAVE_END {
-                    let sh = u32::from((w >> 5) & 1);
-                    let cu = u32::from((w >> 6) & 0xF) | (sh << 4);
-                    let slot = u32::from((w >> 10) & 0xF);
-                    let simd = u32::from((w >> 14) & 3);
+                    let sh = ((w >> 5) & 1) as u32;
+                    let cu = ((w >> 6) & 0xF) as u32 | (sh << 4);
+                    let slot = ((w >> 10) & 0xF) as u32;
+                    let simd = ((w >> 14) & 3) as u32;
                     if ty == CDNA_WAVE_START {
                         sink.wave_start(cu, simd, slot, time);
                     } else {
@@ -367,6 +432,12 @@ fn cdna<S: Sink>(data: &[u8], sink: &mut S) -> Summary {
         }
         packets += 1;
         i += len;
+        if len >= avail {
+            avail = 0;
+        } else {
+            avail -= len;
+            w >>= 16 * len;
+        }
     }
     Summary {
         packets,
@@ -380,8 +451,8 @@ fn cdna<S: Sink>(data: &[u8], sink: &mut S) -> Summary {
 pub fn decode<S: Sink>(generation: Generation, data: &[u8], sink: &mut S) -> Summary {
     match generation {
         Generation::Cdna => cdna(data, sink),
-        Generation::Rdna3 => rdna(data, false, sink),
-        Generation::Rdna4 => rdna(data, true, sink),
+        Generation::Rdna3 => rdna::<S, false>(data, sink),
+        Generation::Rdna4 => rdna::<S, true>(data, sink),
     }
 }
 
@@ -414,8 +485,8 @@ mod tests {
         assert_eq!(t.kind_of[0x08], 14); // time
         assert_eq!(t.kind_of[0x03], 0);
         assert_eq!(t.kind_of[0x02], 23);
-        assert_eq!(TABLES4.nibbles[21], 16);
-        assert_eq!(TABLES3.nibbles[21], 12);
+        assert_eq!(TABLES4.entry[0x01].nibbles, 16);
+        assert_eq!(TABLES3.entry[0x01].nibbles, 12);
     }
 
     #[test]

@@ -32,17 +32,22 @@ fn key(cu: u32, simd: u32, slot: u32) -> usize {
     (((cu & 0x1F) << 7) | ((simd & 3) << 5) | (slot & 0x1F)) as usize
 }
 
-/// Pairs starts and ends into waves.
+/// Pairs starts and ends into waves: the start time of each slot (or NONE), and the slots set.
 struct Pairing<'a> {
-    started: Vec<u64>,
+    started: &'a mut [u64],
+    touched: &'a mut Vec<u16>,
     out: &'a mut Vec<Wave>,
 }
 
 impl Sink for Pairing<'_> {
     #[inline]
     fn wave_start(&mut self, cu: u32, simd: u32, slot: u32, time: u64) {
+        let k = key(cu, simd, slot);
+        if self.started[k] == NONE && self.touched.len() < KEYS {
+            self.touched.push(k as u16);
+        }
         // A second start before an end: the first's end was lost, and it is dropped.
-        self.started[key(cu, simd, slot)] = time;
+        self.started[k] = time;
     }
     #[inline]
     fn wave_end(&mut self, cu: u32, simd: u32, slot: u32, time: u64) {
@@ -59,6 +64,12 @@ impl Sink for Pairing<'_> {
             });
         }
     }
+}
+
+thread_local! {
+    /// The pairing table, kept between calls so that a trace of a few kilobytes does not pay
+    /// for clearing 32 KiB: only the slots a trace set are cleared after it.
+    static TABLE: std::cell::RefCell<(Vec<u64>, Vec<u16>)> = std::cell::RefCell::new((vec![NONE; KEYS], Vec::new()));
 }
 
 /// The stream `gpu`'s engines write, or the RDNA 3 one for a GC of no known generation.
@@ -79,11 +90,25 @@ pub fn waves(gpu: &Gpu, trace: &[u8]) -> Vec<Wave> {
 
 /// [`waves`], appending to `out`, with what the decoder saw.
 pub fn waves_into(gpu: &Gpu, trace: &[u8], out: &mut Vec<Wave>) -> Summary {
-    let mut p = Pairing {
-        started: vec![NONE; KEYS],
-        out,
-    };
-    decode(generation(gpu), trace, &mut p)
+    TABLE.with(|t| {
+        let mut guard = t.borrow_mut();
+        let (started, touched) = &mut *guard;
+        let mut p = Pairing {
+            started,
+            touched,
+            out,
+        };
+        let summary = decode(generation(gpu), trace, &mut p);
+        if p.touched.len() >= KEYS {
+            p.started.fill(NONE);
+        } else {
+            for &k in p.touched.iter() {
+                p.started[k as usize] = NONE;
+            }
+        }
+        p.touched.clear();
+        summary
+    })
 }
 
 /// A realtime marker: at shader time `time`, the GPU clock read `realtime`.
