@@ -190,7 +190,7 @@ fn read_trace(path: &PathBuf) -> Result<Vec<u8>> {
 }
 
 /// Warns when an RDNA file's header names another layout than the GPU's.
-fn check_layout(path: &PathBuf, gpu: &Gpu, g: Generation, data: &[u8]) {
+fn check_layout(path: &std::path::Path, gpu: &Gpu, g: Generation, data: &[u8]) {
     let want = match g {
         Generation::Rdna3 => 3,
         Generation::Rdna4 => 4,

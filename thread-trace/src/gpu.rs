@@ -135,7 +135,7 @@ pub type Wgps = Vec<Vec<u32>>;
 /// Whether engine `e` of `wgps` is harvested (every array 0, or no arrays at all).
 pub fn harvested(wgps: &[Vec<u32>], e: usize) -> bool {
     wgps.get(e)
-        .map_or(true, |arrays| arrays.iter().all(|&n| n == 0))
+        .is_none_or(|arrays| arrays.iter().all(|&n| n == 0))
 }
 
 /// The shape of a GPU: its description and the work-group processors of each array.

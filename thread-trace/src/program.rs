@@ -177,10 +177,10 @@ fn per_engine(b: &mut Builder, gpu: &Gpu, e: usize, body: impl FnOnce(&mut Build
 /// the addresses the base registers hold; [`Error::MissingRegister`] for a GC whose trace
 /// registers this crate does not know.
 pub fn start(gpu: &Gpu, wgps: &[Vec<u32>], size: u64, address: u64) -> Result<Vec<u32>, Error> {
-    if size == 0 || size % PAGE != 0 || size / PAGE > MAX_PAGES {
+    if size == 0 || !size.is_multiple_of(PAGE) || size / PAGE > MAX_PAGES {
         return Err(Error::Size { size });
     }
-    if address % PAGE != 0 {
+    if !address.is_multiple_of(PAGE) {
         return Err(Error::Misaligned {
             address,
             align: PAGE,
@@ -286,7 +286,7 @@ pub fn start(gpu: &Gpu, wgps: &[Vec<u32>], size: u64, address: u64) -> Result<Ve
 /// holds `shader_engines * xccs` engines; [`Error::MissingRegister`] for a GC whose trace
 /// registers this crate does not know.
 pub fn stop(gpu: &Gpu, wgps: &[Vec<u32>], address: u64) -> Result<Vec<u32>, Error> {
-    if address % 4 != 0 {
+    if !address.is_multiple_of(4) {
         return Err(Error::Misaligned { address, align: 4 });
     }
     check_engines(gpu, wgps)?;

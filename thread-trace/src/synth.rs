@@ -149,7 +149,7 @@ impl Encoder {
     /// The delta a wave packet carries: what has passed if `inline` and it fits its field.
     fn inline_delta(&mut self, inline: bool, max_units: u64) -> u64 {
         let scale = self.scale();
-        if inline && self.pending % scale == 0 && self.pending / scale <= max_units {
+        if inline && self.pending.is_multiple_of(scale) && self.pending / scale <= max_units {
             std::mem::take(&mut self.pending) / scale
         } else {
             self.flush();

@@ -192,7 +192,7 @@ pub fn clock(gpu: &Gpu, trace: &[u8]) -> Option<ClockMap> {
     let mut kept: Vec<Marker> = Vec::new();
     for m in markers(gpu, trace) {
         // Shader times never run back; a marker at the time of the one before gives no rate.
-        if kept.last().map_or(true, |last| m.time > last.time) {
+        if kept.last().is_none_or(|last| m.time > last.time) {
             kept.push(m);
         }
     }

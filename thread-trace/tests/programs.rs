@@ -119,7 +119,7 @@ fn read(words: &[u32], se_bits: u32) -> Vec<Step> {
         let here = if left > 0 { dies } else { None };
         if left > 0 {
             assert!(
-                left as usize >= n + 1,
+                left as usize > n,
                 "a predicate ends inside the packet at {i}"
             );
             left -= (n + 1) as u32;
@@ -250,7 +250,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
     #[test]
-    fn start_programs_each_traced_engine((c) in case()) {
+    fn start_programs_each_traced_engine(c in case()) {
         let size = c.pages * PAGE;
         let r = regs(c.gpu.gc);
         let words = start(&c.gpu, &c.wgps, size, c.address).unwrap();
@@ -300,7 +300,7 @@ proptest! {
     }
 
     #[test]
-    fn stop_stores_each_traced_engines_end((c) in case()) {
+    fn stop_stores_each_traced_engines_end(c in case()) {
         let r = regs(c.gpu.gc);
         let words = stop(&c.gpu, &c.wgps, c.ends).unwrap();
         let steps = read(&words, r.se_bits);
@@ -334,7 +334,7 @@ proptest! {
     }
 
     #[test]
-    fn refuses_bad_arguments((c) in case(), size in any::<u64>(), address in any::<u64>()) {
+    fn refuses_bad_arguments(c in case(), size in any::<u64>(), address in any::<u64>()) {
         let ok_size = size % PAGE == 0 && size >= PAGE && size / PAGE <= MAX_PAGES;
         match start(&c.gpu, &c.wgps, size, c.address) {
             Err(Error::Size { size: s }) => prop_assert!(!ok_size && s == size),

@@ -66,7 +66,7 @@ fn write(g: Generation, keys: &[Slot], evs: &[Ev]) -> Encoder {
             Ev::Start(k, inline) => e.start(keys[k % keys.len()], inline),
             Ev::End(k, inline) => e.end(keys[k % keys.len()], inline),
             Ev::Marker(slope) => {
-                let t = e.time() + if g == Generation::Cdna { 0 } else { 0 };
+                let t = e.time();
                 let rt = match last {
                     None => 1_000_000 + t,
                     Some((t0, r0)) => r0 + slope * (t - t0),
@@ -194,7 +194,7 @@ proptest! {
         bytes.extend_from_slice(&PADDING);
         let mut distinct: Vec<Marker> = Vec::new();
         for m in &e.markers {
-            if distinct.last().map_or(true, |l| m.time > l.time) {
+            if distinct.last().is_none_or(|l| m.time > l.time) {
                 distinct.push(*m);
             }
         }
