@@ -205,25 +205,37 @@ pub(crate) static TABLES3: Tables = tables(&RDNA3);
 pub(crate) static TABLES4: Tables = tables(&RDNA4);
 
 /// The 64 bits from nibble `p` of `data` (zeros past its end).
-#[inline(always)]
+#[inline]
 fn window(data: &[u8], p: usize) -> u64 {
     let b = p >> 1;
     let shift = ((p & 1) * 4) as u32;
-    if let Some(chunk) = data.get(b..b + 9) {
-        let lo = u64::from_le_bytes([
-            chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
-        ]);
-        // The next byte's low nibble tops an odd window (and shifts out of an even one).
-        (lo >> shift) | ((u64::from(chunk[8]) << 60) << (4 - shift))
-    } else {
-        let mut buf = [0u8; 9];
-        let rest = data.get(b..).unwrap_or(&[]);
-        buf[..rest.len()].copy_from_slice(rest);
-        let lo = u64::from_le_bytes([
-            buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7],
-        ]);
-        (lo >> shift) | ((u64::from(buf[8]) << 60) << (4 - shift))
-    }
+    let mut buf = [0u8; 9];
+    let rest = data.get(b..).unwrap_or(&[]);
+    let k = rest.len().min(9);
+    buf[..k].copy_from_slice(&rest[..k]);
+    let lo = u64::from_le_bytes([
+        buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7],
+    ]);
+    // The next byte's low nibble tops an odd window (and shifts out of an even one).
+    (lo >> shift) | ((u64::from(buf[8]) << 60) << (4 - shift))
+}
+
+/// The 64 bits from nibble `p` of `data` but, at an odd `p`, the top nibble (zero): what the
+/// decoder's hot loop reads, one load of 8 bytes.
+#[inline(always)]
+fn window60(data: &[u8], p: usize) -> u64 {
+    let b = p >> 1;
+    let shift = ((p & 1) * 4) as u32;
+    let lo = match data.get(b..b + 8) {
+        Some(c) => u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]),
+        None => {
+            let mut buf = [0u8; 8];
+            let rest = data.get(b..).unwrap_or(&[]);
+            buf[..rest.len()].copy_from_slice(rest);
+            u64::from_le_bytes(buf)
+        }
+    };
+    lo >> shift
 }
 
 /// Bits `lo..=hi` (at most 64 of them) of the packet at nibble `p`.
@@ -253,39 +265,23 @@ fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
     let mut packets = 0u64;
     // The header, if the stream starts with one (the loop takes it as a packet of no time).
     let layout = header_layout(data);
-    // `w` holds the nibbles from `p` on, `avail` of them read from `data` (zeros past its end):
-    // several small packets are decoded from one load.
-    let mut w = 0u64;
-    let mut avail = 0usize;
+    // One load and one table look-up per packet, and a branch only for the packets that are
+    // more than time (waves, timestamps): a run of zero nibbles (NOPs) is taken in one step.
     while p < total {
-        if avail < 2 {
-            w = window(data, p);
-            avail = 16;
-        }
-        if w & 0xFF == 0 {
-            // A run of zero nibbles: NOPs, a nibble each and no time.
-            let z = if w == 0 {
-                avail
-            } else {
-                ((w.trailing_zeros() / 4) as usize).min(avail)
-            };
-            let z = z.min(total - p);
-            packets += z as u64;
-            p += z;
-            avail -= z;
-            w = if z >= 16 { 0 } else { w >> (4 * z) };
-            continue;
-        }
+        let w = window60(data, p);
         let e = t.entry[(w & 0xFF) as usize];
-        let n = e.nibbles as usize;
+        let nop = w & 0xF == 0;
+        // At an odd nibble the window's top nibble is not read: it counts no zeros.
+        let known = 16 - (p & 1);
+        let zeros = ((w.trailing_zeros() >> 2) as usize)
+            .min(known)
+            .min(total - p);
+        let n = if nop { zeros } else { e.nibbles as usize };
         if p + n > total {
             break;
         }
-        if avail < n.min(16) {
-            w = window(data, p);
-            avail = 16;
-        }
         time = time.wrapping_add(((w >> e.shift) & e.mask) + u64::from(e.add));
+        packets += if nop { n as u64 } else { 1 };
         if e.special != PLAIN {
             match e.special {
                 WAVE_START => {
@@ -303,9 +299,15 @@ fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
                     sink.wave_end(wgp | (sa << cu_shift), simd, slot, time);
                 }
                 TIMESTAMP => {
-                    // The window holds the whole 48 or 64 bits; the time took the field as a
-                    // delta, which a marker (realtime bit set, PL clear) is not.
-                    let value = (w >> e.shift) & e.mask;
+                    // The time took the field as a delta, which a marker (realtime bit set, PL
+                    // clear) is not; the whole 64 bits of a layout-4 packet at an odd nibble
+                    // are read again.
+                    let mut value = (w >> e.shift) & e.mask;
+                    if LAYOUT4 && p & 1 == 1 {
+                        let full = (window(data, p) >> e.shift) & e.mask;
+                        time = time.wrapping_add(full - value);
+                        value = full;
+                    }
                     let (rt, pl) = if LAYOUT4 {
                         ((w >> 7) & 1, (w >> 8) & 1)
                     } else {
@@ -319,14 +321,7 @@ fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
                 _ => {}
             }
         }
-        packets += 1;
         p += n;
-        if n >= avail {
-            avail = 0;
-        } else {
-            avail -= n;
-            w >>= 4 * n;
-        }
     }
     Summary {
         packets,
@@ -341,10 +336,14 @@ fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
 
 /// 16-bit words per token type.
 const CDNA_WORDS: [u8; 16] = [1, 4, 4, 2, 1, 3, 1, 1, 1, 1, 1, 4, 3, 2, 4, 3];
-const CDNA_MISC: u16 = 0;
-const CDNA_TIMESTAMP: u16 = 1;
-const CDNA_WAVE_START: u16 = 3;
-const CDNA_WAVE_END: u16 = 6;
+const CDNA_TIMESTAMP: usize = 1;
+const CDNA_WAVE_START: usize = 3;
+const CDNA_WAVE_END: usize = 6;
+/// The delta field of each token type, in bits 4 and up: MISC's 8 bits, none in TIMESTAMP,
+/// the common 1 bit in the others.
+const CDNA_DELTA: [u64; 16] = [0xFF, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1];
+/// The token types decoded beyond their delta.
+const CDNA_SPECIAL: u32 = (1 << CDNA_TIMESTAMP) | (1 << CDNA_WAVE_START) | (1 << CDNA_WAVE_END);
 
 /// The four 16-bit words from word `i` of `data` (zeros past its end).
 #[inline(always)]
@@ -367,40 +366,20 @@ fn cdna<S: Sink>(data: &[u8], sink: &mut S) -> Summary {
     let mut time = 0u64;
     let mut packets = 0u64;
     let mut offset: Option<u64> = None;
-    // `w` holds the words from `i` on, `avail` of them (as in the RDNA decoder).
-    let mut w = 0u64;
-    let mut avail = 0usize;
     while i < n {
-        if avail == 0 {
-            w = words4(data, i);
-            avail = 4;
-        }
-        if w & 0xFFFF == 0 {
-            // MISC tokens of no time.
-            let z = if w == 0 {
-                avail
-            } else {
-                ((w.trailing_zeros() / 16) as usize).min(avail)
-            };
-            let z = z.min(n - i);
-            packets += z as u64;
-            i += z;
-            avail -= z;
-            w = if z >= 4 { 0 } else { w >> (16 * z) };
-            continue;
-        }
-        let ty = (w & 0xF) as u16;
-        let len = CDNA_WORDS[ty as usize] as usize;
+        let w = words4(data, i);
+        let ty = (w & 0xF) as usize;
+        let nop = w & 0xFFFF == 0;
+        // A run of zero words: MISC tokens of no time, taken in one step.
+        let zeros = ((w.trailing_zeros() >> 4) as usize).min(n - i);
+        let len = if nop { zeros } else { CDNA_WORDS[ty] as usize };
         if i + len > n {
             break;
         }
-        if avail < len {
-            w = words4(data, i);
-            avail = 4;
-        }
-        match ty {
-            CDNA_MISC => time = time.wrapping_add(((w >> 4) & 0xFF) * 4),
-            CDNA_TIMESTAMP => {
+        time = time.wrapping_add(((w >> 4) & CDNA_DELTA[ty]) * 4);
+        packets += if nop { len as u64 } else { 1 };
+        if CDNA_SPECIAL & (1 << ty) != 0 {
+            if ty == CDNA_TIMESTAMP {
                 if (w >> 4) & 0xFFF == 0 {
                     let absolute = w >> 16;
                     match offset {
@@ -414,30 +393,19 @@ fn cdna<S: Sink>(data: &[u8], sink: &mut S) -> Summary {
                         }
                     }
                 }
-            }
-            _ => {
-                time = time.wrapping_add(((w >> 4) & 1) * 4);
-                if ty == CDNA_WAVE_START || ty == CDNA_WAVE_END {
-                    let sh = ((w >> 5) & 1) as u32;
-                    let cu = ((w >> 6) & 0xF) as u32 | (sh << 4);
-                    let slot = ((w >> 10) & 0xF) as u32;
-                    let simd = ((w >> 14) & 3) as u32;
-                    if ty == CDNA_WAVE_START {
-                        sink.wave_start(cu, simd, slot, time);
-                    } else {
-                        sink.wave_end(cu, simd, slot, time);
-                    }
+            } else {
+                let sh = ((w >> 5) & 1) as u32;
+                let cu = ((w >> 6) & 0xF) as u32 | (sh << 4);
+                let slot = ((w >> 10) & 0xF) as u32;
+                let simd = ((w >> 14) & 3) as u32;
+                if ty == CDNA_WAVE_START {
+                    sink.wave_start(cu, simd, slot, time);
+                } else {
+                    sink.wave_end(cu, simd, slot, time);
                 }
             }
         }
-        packets += 1;
         i += len;
-        if len >= avail {
-            avail = 0;
-        } else {
-            avail -= len;
-            w >>= 16 * len;
-        }
     }
     Summary {
         packets,

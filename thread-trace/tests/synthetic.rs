@@ -409,3 +409,46 @@ fn every_truncation_of_every_capture_is_safe() {
         }
     }
 }
+
+#[test]
+fn wide_timestamps_at_odd_nibbles() {
+    // A layout-4 timestamp holds 52 bits up to the packet's bit 63: at an odd nibble its top
+    // nibble lies in the byte after the first eight.
+    for g in [Generation::Rdna3, Generation::Rdna4] {
+        for nops in 0..4 {
+            let wide = if g == Generation::Rdna4 {
+                0xF_1234_5678_9ABC
+            } else {
+                0xF_8765_4321
+            };
+            let mut e = Encoder::new(g);
+            for _ in 0..nops {
+                e.nop();
+            }
+            e.marker(wide);
+            e.gap(wide); // a delta of as many bits, in a timestamp packet of its own
+            e.marker(wide + 5);
+            let k = key(g, 0, 0, 0, 0);
+            e.start(k, false);
+            e.end(k, false);
+            e.flush();
+            let bytes = e.bytes();
+            let ms = markers(&gpu(g), &bytes);
+            assert_eq!(
+                ms,
+                vec![
+                    Marker {
+                        time: 0,
+                        realtime: wide
+                    },
+                    Marker {
+                        time: wide,
+                        realtime: wide + 5
+                    }
+                ],
+                "{g:?} {nops}"
+            );
+            assert_eq!(waves(&gpu(g), &bytes)[0].start, wide, "{g:?} {nops}");
+        }
+    }
+}
