@@ -6,7 +6,17 @@
 use std::path::Path;
 use std::time::Instant;
 
+use sqtt_thread_trace::decode::{decode, Sink};
 use sqtt_thread_trace::{builtin, waves::waves_into, Generation};
+
+/// A sink that keeps nothing, to time the packet walk alone.
+struct Nothing(u64);
+
+impl Sink for Nothing {
+    fn wave_end(&mut self, _: u32, _: u32, _: u32, t: u64) {
+        self.0 ^= t;
+    }
+}
 
 /// Nanoseconds this thread has run on a CPU (Linux's schedstat), if the kernel tells: the
 /// machine may be shared, and time spent waiting for a core is not decoding time.
@@ -75,18 +85,32 @@ fn main() {
             done += k;
         }
         let cpu = cpu_ns().zip(cpu0).map(|(b, a)| (b - a) as f64 / 1e9);
+        // The packet walk alone, without pairing waves.
+        let walk0 = cpu_ns();
+        let t = Instant::now();
+        let mut nothing = Nothing(0);
+        for _ in 0..reps {
+            for f in &files {
+                decode(g, f, &mut nothing);
+            }
+        }
+        let walk = cpu_ns()
+            .zip(walk0)
+            .map_or(t.elapsed().as_secs_f64(), |(b, a)| (b - a) as f64 / 1e9);
+        std::hint::black_box(nothing.0);
         let bytes = one * reps;
         total_bytes += bytes;
         total_cpu += cpu.unwrap_or(secs);
         total_secs += secs;
         best_secs += best * reps as f64;
         println!(
-            "{arch:8} {:>3} files x {reps:>5}: {:>6.1} MiB in {secs:.3} s = {:>5.0} MB/s; per CPU second {:>5.0} MB/s; fastest batch {:>5.0} MB/s ({count} waves)",
+            "{arch:8} {:>3} files x {reps:>5}: {:>6.1} MiB in {secs:.3} s = {:>5.0} MB/s; per CPU second {:>5.0} MB/s; fastest batch {:>5.0} MB/s ({count} waves); packet walk alone {:>5.0} MB/s",
             files.len(),
             bytes as f64 / (1 << 20) as f64,
             bytes as f64 / secs / 1e6,
             bytes as f64 / cpu.unwrap_or(secs) / 1e6,
-            one as f64 / best / 1e6
+            one as f64 / best / 1e6,
+            bytes as f64 / walk / 1e6
         );
     }
     println!(

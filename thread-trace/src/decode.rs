@@ -256,78 +256,117 @@ fn bits(data: &[u8], p: usize, lo: u32, hi: u32) -> u64 {
     v
 }
 
-fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
+/// The decoder's state between packets.
+struct Walk {
+    p: usize,
+    time: u64,
+    packets: u64,
+}
+
+/// Decodes the packet at nibble `st.p` from `w`, the 64 bits there (the top nibble zero at an
+/// odd nibble); `false` if it is cut short. `FAST`: the 18 nibbles from `st.p` are all in
+/// `data` (no packet is longer), so neither the window nor the packet can pass its end.
+#[inline(always)]
+fn step<S: Sink, const LAYOUT4: bool, const FAST: bool>(
+    data: &[u8],
+    w: u64,
+    total: usize,
+    st: &mut Walk,
+    sink: &mut S,
+) -> bool {
     let t = if LAYOUT4 { &TABLES4 } else { &TABLES3 };
     let (wgp_field, wave_start_slot, cu_shift) = if LAYOUT4 { (0xF, 15, 4) } else { (0x7, 13, 3) };
+    let p = st.p;
+    let e = t.entry[(w & 0xFF) as usize];
+    let nop = w & 0xF == 0;
+    // A run of zero nibbles is NOPs, a nibble each and no time, taken in one step. At an odd
+    // nibble the window's top nibble is not read: it counts no zeros.
+    let mut zeros = ((w.trailing_zeros() >> 2) as usize).min(16 - (p & 1));
+    if !FAST {
+        zeros = zeros.min(total - p);
+    }
+    let n = if nop { zeros } else { e.nibbles as usize };
+    if !FAST && p + n > total {
+        return false;
+    }
+    st.time = st
+        .time
+        .wrapping_add(((w >> e.shift) & e.mask) + u64::from(e.add));
+    st.packets += if nop { n as u64 } else { 1 };
+    if e.special != PLAIN {
+        let time = st.time;
+        match e.special {
+            WAVE_START => {
+                let sa = ((w >> 7) & 1) as u32;
+                let simd = ((w >> 8) & 3) as u32;
+                let wgp = ((w >> 10) & wgp_field) as u32;
+                let slot = ((w >> wave_start_slot) & 0x1F) as u32;
+                sink.wave_start(wgp | (sa << cu_shift), simd, slot, time);
+            }
+            WAVE_END => {
+                let sa = ((w >> 8) & 1) as u32;
+                let simd = ((w >> 9) & 3) as u32;
+                let wgp = ((w >> 11) & wgp_field) as u32;
+                let slot = ((w >> 15) & 0x1F) as u32;
+                sink.wave_end(wgp | (sa << cu_shift), simd, slot, time);
+            }
+            TIMESTAMP => {
+                // The time took the field as a delta, which a marker (realtime bit set, PL
+                // clear) is not; the whole 64 bits of a layout-4 packet at an odd nibble are
+                // read again.
+                let mut value = (w >> e.shift) & e.mask;
+                if LAYOUT4 && p & 1 == 1 {
+                    let full = (window(data, p) >> e.shift) & e.mask;
+                    st.time = st.time.wrapping_add(full.wrapping_sub(value));
+                    value = full;
+                }
+                let (rt, pl) = if LAYOUT4 {
+                    ((w >> 7) & 1, (w >> 8) & 1)
+                } else {
+                    ((w >> 9) & 1, (w >> 8) & 1)
+                };
+                if rt == 1 && pl == 0 {
+                    st.time = st.time.wrapping_sub(value);
+                    sink.marker(st.time, value);
+                }
+            }
+            _ => {}
+        }
+    }
+    st.p = p + n;
+    true
+}
+
+fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
     let total = data.len() * 2;
-    let mut p = 0usize;
-    let mut time = 0u64;
-    let mut packets = 0u64;
-    // The header, if the stream starts with one (the loop takes it as a packet of no time).
+    let mut st = Walk {
+        p: 0,
+        time: 0,
+        packets: 0,
+    };
+    // The header, if the stream starts with one (the walk takes it as a packet of no time).
     let layout = header_layout(data);
-    // One load and one table look-up per packet, and a branch only for the packets that are
-    // more than time (waves, timestamps): a run of zero nibbles (NOPs) is taken in one step.
-    while p < total {
-        let w = window60(data, p);
-        let e = t.entry[(w & 0xFF) as usize];
-        let nop = w & 0xF == 0;
-        // At an odd nibble the window's top nibble is not read: it counts no zeros.
-        let known = 16 - (p & 1);
-        let zeros = ((w.trailing_zeros() >> 2) as usize)
-            .min(known)
-            .min(total - p);
-        let n = if nop { zeros } else { e.nibbles as usize };
-        if p + n > total {
+    // Where 18 nibbles and a whole 8-byte load remain: one load and one table look-up per
+    // packet, and a branch only for the packets that are more than time (waves, timestamps).
+    let fast_end = data.len().saturating_sub(9) * 2;
+    while st.p < fast_end {
+        let b = st.p >> 1;
+        let c = &data[b..b + 8];
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
+            >> ((st.p & 1) * 4);
+        step::<S, LAYOUT4, true>(data, w, total, &mut st, sink);
+    }
+    while st.p < total {
+        let w = window60(data, st.p);
+        if !step::<S, LAYOUT4, false>(data, w, total, &mut st, sink) {
             break;
         }
-        time = time.wrapping_add(((w >> e.shift) & e.mask) + u64::from(e.add));
-        packets += if nop { n as u64 } else { 1 };
-        if e.special != PLAIN {
-            match e.special {
-                WAVE_START => {
-                    let sa = ((w >> 7) & 1) as u32;
-                    let simd = ((w >> 8) & 3) as u32;
-                    let wgp = ((w >> 10) & wgp_field) as u32;
-                    let slot = ((w >> wave_start_slot) & 0x1F) as u32;
-                    sink.wave_start(wgp | (sa << cu_shift), simd, slot, time);
-                }
-                WAVE_END => {
-                    let sa = ((w >> 8) & 1) as u32;
-                    let simd = ((w >> 9) & 3) as u32;
-                    let wgp = ((w >> 11) & wgp_field) as u32;
-                    let slot = ((w >> 15) & 0x1F) as u32;
-                    sink.wave_end(wgp | (sa << cu_shift), simd, slot, time);
-                }
-                TIMESTAMP => {
-                    // The time took the field as a delta, which a marker (realtime bit set, PL
-                    // clear) is not; the whole 64 bits of a layout-4 packet at an odd nibble
-                    // are read again.
-                    let mut value = (w >> e.shift) & e.mask;
-                    if LAYOUT4 && p & 1 == 1 {
-                        let full = (window(data, p) >> e.shift) & e.mask;
-                        time = time.wrapping_add(full - value);
-                        value = full;
-                    }
-                    let (rt, pl) = if LAYOUT4 {
-                        ((w >> 7) & 1, (w >> 8) & 1)
-                    } else {
-                        ((w >> 9) & 1, (w >> 8) & 1)
-                    };
-                    if rt == 1 && pl == 0 {
-                        time = time.wrapping_sub(value);
-                        sink.marker(time, value);
-                    }
-                }
-                _ => {}
-            }
-        }
-        p += n;
     }
     Summary {
-        packets,
-        consumed: p.div_ceil(2),
+        packets: st.packets,
+        consumed: st.p.div_ceil(2),
         layout,
-        time,
+        time: st.time,
     }
 }
 
