@@ -16,7 +16,11 @@
 //! tinygrad reverse-engineered from AMD's rocprof-trace-decoder and whose instruction times its
 //! tests check against that decoder's, and it fits the format: deltas below 4 fit the delta
 //! fields of the packets themselves (2 or 3 bits), so the time packet exists for the larger
-//! ones and a field of 0..15 spans 4..19. The encoder in [`crate::synth`] writes it so.
+//! ones and a field of 0..15 spans 4..19. The real captures agree: the gfx1201 ones hold runs of
+//! TIME packets whose field is 0 (31 of them between two markers of `gemm_run_0/kern0_se0`),
+//! which would advance nothing and have no reason to exist if the field were the whole delta;
+//! with the +4 that interval comes to 257 cycles, next to the 256-cycle marker intervals of the
+//! same trace. The encoder in [`crate::synth`] writes it so.
 //!
 //! # CDNA tokens
 //! 16-bit words, the type in bits 3:0, sizes by type (gc_9_4_3 `SQ_THREAD_TRACE_WORD_*`):
