@@ -40,6 +40,14 @@ pub enum Error {
     /// `wgps` does not hold one entry per engine.
     #[error("wgps holds {got} engines, expected {expected} (shader engines per die times dies)")]
     Engines { got: usize, expected: usize },
+    /// The program cannot select so many engines or dies: GRBM_GFX_INDEX holds 8-bit engine
+    /// numbers (4-bit on GFX12) and PRED_EXEC 8 dies.
+    #[error("the program cannot select {count} {what}: at most {max}")]
+    Unaddressable {
+        what: &'static str,
+        count: usize,
+        max: usize,
+    },
     /// The buffers pass the addresses the base registers hold.
     #[error("buffers of {engines} engines of {size} bytes from {address:#x} pass the addresses the trace base registers hold")]
     AddressRange {

@@ -38,6 +38,27 @@ fn check_engines(gpu: &Gpu, wgps: &[Vec<u32>]) -> Result<(), Error> {
     Ok(())
 }
 
+/// The engines and dies the programs can name: engine numbers in GRBM_GFX_INDEX.SE_INDEX, dies
+/// in PRED_EXEC's 8-bit mask.
+fn check_shape(gpu: &Gpu, family: Family) -> Result<(), Error> {
+    let max_se = grbm::se_index(family).max() as usize + 1;
+    if gpu.shader_engines > max_se {
+        return Err(Error::Unaddressable {
+            what: "shader engines per die",
+            count: gpu.shader_engines,
+            max: max_se,
+        });
+    }
+    if gpu.xccs > 8 {
+        return Err(Error::Unaddressable {
+            what: "dies",
+            count: gpu.xccs,
+            max: 8,
+        });
+    }
+    Ok(())
+}
+
 /// The most bytes the buffers may reach: 48-bit addresses on GFX9 and GFX11 (BASE2 or
 /// BUF0_SIZE.BASE_HI holds bits 44..47), 57-bit on GFX12 (BUF0_BASE_HI holds 13 bits).
 fn address_limit(family: Family) -> u64 {
@@ -173,7 +194,8 @@ fn per_engine(b: &mut Builder, gpu: &Gpu, e: usize, body: impl FnOnce(&mut Build
 /// # Errors
 /// [`Error::Size`] unless `size` is a multiple of 4096 from 4096 to (2^22 - 1) pages;
 /// [`Error::Misaligned`] unless `address` is a multiple of 4096; [`Error::Engines`] unless
-/// `wgps` holds `shader_engines * xccs` engines; [`Error::AddressRange`] if the buffers pass
+/// `wgps` holds `shader_engines * xccs` engines; [`Error::Unaddressable`] for more engines per
+/// die than GRBM_GFX_INDEX names or more than 8 dies; [`Error::AddressRange`] if the buffers pass
 /// the addresses the base registers hold; [`Error::MissingRegister`] for a GC whose trace
 /// registers this crate does not know.
 pub fn start(gpu: &Gpu, wgps: &[Vec<u32>], size: u64, address: u64) -> Result<Vec<u32>, Error> {
@@ -188,6 +210,7 @@ pub fn start(gpu: &Gpu, wgps: &[Vec<u32>], size: u64, address: u64) -> Result<Ve
     }
     check_engines(gpu, wgps)?;
     let family = family_of(gpu)?;
+    check_shape(gpu, family)?;
     let end = (gpu.engines() as u128) * u128::from(size) + u128::from(address);
     if end > u128::from(address_limit(family)) {
         return Err(Error::AddressRange {
@@ -283,14 +306,15 @@ pub fn start(gpu: &Gpu, wgps: &[Vec<u32>], size: u64, address: u64) -> Result<Ve
 ///
 /// # Errors
 /// [`Error::Misaligned`] unless `address` is a multiple of 4; [`Error::Engines`] unless `wgps`
-/// holds `shader_engines * xccs` engines; [`Error::MissingRegister`] for a GC whose trace
-/// registers this crate does not know.
+/// holds `shader_engines * xccs` engines; [`Error::Unaddressable`] as for [`start`];
+/// [`Error::MissingRegister`] for a GC whose trace registers this crate does not know.
 pub fn stop(gpu: &Gpu, wgps: &[Vec<u32>], address: u64) -> Result<Vec<u32>, Error> {
     if !address.is_multiple_of(4) {
         return Err(Error::Misaligned { address, align: 4 });
     }
     check_engines(gpu, wgps)?;
     let family = family_of(gpu)?;
+    check_shape(gpu, family)?;
     let r = |reg| regs::address(gpu.gc, reg);
     let (spi, enable, st, wptr) = (
         r(Reg::SpiConfigCntl)?,
@@ -402,6 +426,19 @@ mod tests {
         assert!(matches!(
             start(&g, &w, PAGE, 1 << 48),
             Err(Error::AddressRange { .. })
+        ));
+        let g12 = Gpu::new(GcVersion::new(12, 0, 0), 17);
+        let w17 = vec![vec![1]; 17];
+        assert!(matches!(
+            start(&g12, &w17, PAGE, 0),
+            Err(Error::Unaddressable { max: 16, .. })
+        ));
+        let mut g9 = Gpu::new(GcVersion::new(9, 4, 3), 1);
+        g9.xccs = 9;
+        let w9 = vec![vec![1]; 9];
+        assert!(matches!(
+            stop(&g9, &w9, 0),
+            Err(Error::Unaddressable { max: 8, .. })
         ));
         let g10 = Gpu::new(GcVersion::new(10, 3, 0), 2);
         assert!(matches!(
