@@ -7,7 +7,7 @@
 //!
 //! - Recording: [`start`] and [`stop`] are the PM4 packets that start and stop tracing on a
 //!   compute queue; [`length`] reads the end of an engine's trace that [`stop`] stored.
-//! - Decoding: [`waves`] pairs the starts and ends of one engine's trace into waves, and
+//! - Decoding: [`waves()`] pairs the starts and ends of one engine's trace into waves, and
 //!   [`clock`] maps its shader time to the GPU clock through its realtime markers. The
 //!   decoders themselves are in [`decode`]; [`synth`] writes synthetic streams.
 //! - [`cli`]: the `sqtt waves`, `sqtt clock` and `sqtt thread-trace` subcommands.
