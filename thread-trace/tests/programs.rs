@@ -403,7 +403,10 @@ fn every_builtin_part_has_programs() {
         let on = start(&s.gpu, &w, 16 << 20, 1 << 32).unwrap_or_else(|e| panic!("{name}: {e}"));
         let off = stop(&s.gpu, &w, 0x1000).unwrap_or_else(|e| panic!("{name}: {e}"));
         let r = regs(s.gpu.gc);
-        let copies = read(&off, r.se_bits).iter().filter(|s| matches!(s.act, Act::Copy { .. })).count();
+        let copies = read(&off, r.se_bits)
+            .iter()
+            .filter(|s| matches!(s.act, Act::Copy { .. }))
+            .count();
         assert_eq!(copies, s.gpu.engines(), "{name}");
         assert!(!read(&on, r.se_bits).is_empty());
     }
