@@ -112,8 +112,8 @@ fn every_capture_decodes_to_its_end() {
         let s = decode(g, &c.data, &mut check);
         assert!(s.packets > 0, "{name}: no packets");
         assert!(check.monotonic, "{name}: times run back");
-        // Whole packets up to the end: what is left is a packet cut at the buffer's end, at
-        // most one 16-nibble... on RDNA a few nibbles, never a whole 32-byte unit.
+        // Whole packets up to the end: what is left is at most a packet cut at the buffer's end,
+        // never a whole 32-byte unit of the hardware's writes.
         let left = c.data.len() - s.consumed;
         assert!(left < 32, "{name}: {left} bytes left undecoded");
         match g {
@@ -124,9 +124,10 @@ fn every_capture_decodes_to_its_end() {
         if g != Generation::Cdna {
             assert_eq!(s.layout, header_layout(&c.data), "{name}");
         }
-        // Every start of an engine's trace has its end: the kernels are whole.
         let ws = waves(&gpu, &c.data);
-        assert_eq!(ws.len(), check.ends.min(check.starts), "{name}: waves pair");
+        // In these whole kernels every start has its end and every end its start.
+        assert_eq!(check.starts, check.ends, "{name}: starts and ends");
+        assert_eq!(ws.len(), check.ends, "{name}: waves pair");
         for w in &ws {
             assert!(w.start <= w.stop, "{name}: {w:?}");
         }
