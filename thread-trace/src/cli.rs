@@ -383,6 +383,17 @@ fn print_program(family: crate::Family, words: &[u32], out: &mut dyn Write) -> R
     Ok(())
 }
 
+/// A program refused for the GPU's shape, naming the options that made it.
+fn shape_error(gpu: &GpuArgs, e: crate::Error) -> anyhow::Error {
+    let option = match e {
+        crate::Error::MissingRegister { .. } if gpu.gc.is_some() => "--gc",
+        crate::Error::Unaddressable { what: "dies", .. } => "--dies",
+        crate::Error::Unaddressable { .. } => "--engines",
+        _ => "--gpu",
+    };
+    usage(format!("{option}: {e}"))
+}
+
 /// Runs `sqtt thread-trace`.
 pub fn run_thread_trace(args: &ThreadTraceArgs, out: &mut dyn Write) -> Result<()> {
     let (shape, words) = match &args.action {
@@ -393,7 +404,7 @@ pub fn run_thread_trace(args: &ThreadTraceArgs, out: &mut dyn Write) -> Result<(
                 crate::Error::Size { .. } => usage(format!("--size: {e}")),
                 crate::Error::Misaligned { .. } => usage(format!("--address: {e}")),
                 crate::Error::AddressRange { .. } => usage(format!("--address/--size: {e}")),
-                _ => usage(format!("--gpu: {e}")),
+                e => shape_error(gpu, e),
             })?;
             (s, words)
         }
@@ -402,7 +413,7 @@ pub fn run_thread_trace(args: &ThreadTraceArgs, out: &mut dyn Write) -> Result<(
             let w = gpu.wgps(&s)?;
             let words = program::stop(&s.gpu, &w, *address).map_err(|e| match e {
                 crate::Error::Misaligned { .. } => usage(format!("--address: {e}")),
-                _ => usage(format!("--gpu: {e}")),
+                e => shape_error(gpu, e),
             })?;
             (s, words)
         }
