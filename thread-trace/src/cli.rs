@@ -245,7 +245,7 @@ pub fn run_waves(args: &WavesArgs, out: &mut dyn Write) -> Result<()> {
                 w.slot,
                 w.start,
                 w.stop,
-                w.stop - w.start
+                w.stop.saturating_sub(w.start)
             )?;
         }
         writeln!(out, "{} waves", ws.len())?;
@@ -309,12 +309,12 @@ pub fn run_clock(args: &ClockArgs, out: &mut dyn Write) -> Result<()> {
                 out,
                 "mapping: piecewise linear through {} markers; {rate:.3} shader cycles per tick of the {} Hz clock \
                  (shader clock about {:.1} MHz)",
-                m.markers.len(),
+                m.markers().len(),
                 gpu.clock_hz,
                 rate * gpu.clock_hz as f64 / 1e6
             )?;
-            let first = m.markers[0];
-            let last = m.markers[m.markers.len() - 1];
+            let first = m.markers()[0];
+            let last = m.markers()[m.markers().len() - 1];
             writeln!(out, "  shader time 0 -> GPU clock {}", m.realtime(0))?;
             writeln!(
                 out,

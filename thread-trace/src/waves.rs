@@ -137,14 +137,29 @@ pub fn markers(gpu: &Gpu, trace: &[u8]) -> Vec<Marker> {
 /// realtime markers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ClockMap {
-    /// The markers, at strictly increasing shader times (of markers at one shader time, the
-    /// first is kept).
-    pub markers: Vec<Marker>,
-    /// The clock's frequency, for [`ClockMap::seconds`].
-    pub clock_hz: u64,
+    /// At least two markers, at strictly increasing shader times.
+    markers: Vec<Marker>,
+    clock_hz: u64,
 }
 
 impl ClockMap {
+    /// The map through `markers`, which must be at least two at strictly increasing shader
+    /// times.
+    pub fn new(markers: Vec<Marker>, clock_hz: u64) -> Option<Self> {
+        let increasing = markers.windows(2).all(|w| w[0].time < w[1].time);
+        (markers.len() >= 2 && increasing).then_some(ClockMap { markers, clock_hz })
+    }
+
+    /// The markers the map goes through (of markers at one shader time, the first is kept).
+    pub fn markers(&self) -> &[Marker] {
+        &self.markers
+    }
+
+    /// The clock's frequency, for [`ClockMap::seconds`].
+    pub fn clock_hz(&self) -> u64 {
+        self.clock_hz
+    }
+
     /// The markers around shader time `t`: the two it lies between, or the first two or the
     /// last two when it lies outside them.
     fn segment(&self, t: u64) -> (Marker, Marker) {
@@ -161,11 +176,11 @@ impl ClockMap {
         let (s0, r0) = (i128::from(a.time), i128::from(a.realtime));
         let (s1, r1) = (i128::from(b.time), i128::from(b.realtime));
         match (i128::from(t) - s0).checked_mul(r1 - r0) {
-            Some(n) => r0 + n / (s1 - s0),
+            Some(n) => r0.saturating_add(n / (s1 - s0)),
             // Only the times of a corrupt trace reach this far.
-            None => {
-                r0 + ((i128::from(t) - s0) as f64 * ((r1 - r0) as f64 / (s1 - s0) as f64)) as i128
-            }
+            None => r0.saturating_add(
+                ((i128::from(t) - s0) as f64 * ((r1 - r0) as f64 / (s1 - s0) as f64)) as i128,
+            ),
         }
     }
 
@@ -196,8 +211,5 @@ pub fn clock(gpu: &Gpu, trace: &[u8]) -> Option<ClockMap> {
             kept.push(m);
         }
     }
-    (kept.len() >= 2).then_some(ClockMap {
-        markers: kept,
-        clock_hz: gpu.clock_hz,
-    })
+    ClockMap::new(kept, gpu.clock_hz)
 }

@@ -452,3 +452,23 @@ fn wide_timestamps_at_odd_nibbles() {
         }
     }
 }
+
+#[test]
+fn a_clock_needs_two_increasing_markers() {
+    use sqtt_thread_trace::ClockMap;
+    let m = |time, realtime| Marker { time, realtime };
+    assert!(ClockMap::new(vec![], 1).is_none());
+    assert!(ClockMap::new(vec![m(1, 1)], 1).is_none());
+    assert!(ClockMap::new(vec![m(1, 1), m(1, 2)], 1).is_none());
+    assert!(ClockMap::new(vec![m(2, 1), m(1, 2)], 1).is_none());
+    let c = ClockMap::new(vec![m(0, 0), m(1, u64::MAX)], 100).unwrap();
+    // Far from the markers the line saturates rather than overflows.
+    let _ = (
+        c.realtime(u64::MAX),
+        c.seconds(u64::MAX),
+        c.cycles_per_tick(),
+    );
+    assert_eq!(c.realtime(1), i128::from(u64::MAX));
+    assert_eq!(c.clock_hz(), 100);
+    assert_eq!(c.markers().len(), 2);
+}
