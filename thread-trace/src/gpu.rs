@@ -228,7 +228,7 @@ const BUILTINS: &[Builtin] = &[
         arrays: 2,
         wgps: 4,
     },
-    // Strix Point (GC 11.5.0): 2 engines of 2 arrays of 4 WGPs, 16 CUs.
+    // Strix Point (GC 11.5.0): 1 engine of 2 arrays of 4 WGPs, 16 CUs (Radeon 890M).
     Builtin {
         name: "gfx1150",
         gc: GcVersion::new(11, 5, 0),
