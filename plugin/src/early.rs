@@ -31,10 +31,140 @@ const EXCLUDED_PREFIXES: &[&str] = &[
     "llvm.",
 ];
 
+/// Whether a (possibly mangled) name is a reserved identifier (`__x`, `ns::__x`, `__ns::x`):
+/// the compiler's, runtime's and device libraries' own functions.
+fn is_reserved_name(name: &str) -> bool {
+    if name.starts_with("__") {
+        return true;
+    }
+    let Some(rest) = name.strip_prefix("_Z") else {
+        return false;
+    };
+    let rest = rest.trim_start_matches(['L', 'N', 'K']);
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && rest[digits..].starts_with("__")
+}
+
+/// C math functions that the HIP headers define as device wrappers around the device libraries
+/// (`sinf` -> `__ocml_sin_f32`): runtime code, not the user's.
+const MATH_WRAPPERS: &[&str] = &[
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "cbrt",
+    "ceil",
+    "copysign",
+    "cos",
+    "cosh",
+    "cospi",
+    "erf",
+    "erfc",
+    "erfinv",
+    "erfcinv",
+    "exp",
+    "exp10",
+    "exp2",
+    "expm1",
+    "fabs",
+    "fdim",
+    "floor",
+    "fma",
+    "fmax",
+    "fmin",
+    "fmod",
+    "frexp",
+    "hypot",
+    "ilogb",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "j0",
+    "j1",
+    "jn",
+    "ldexp",
+    "lgamma",
+    "llrint",
+    "llround",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "logb",
+    "lrint",
+    "lround",
+    "modf",
+    "nan",
+    "nearbyint",
+    "nextafter",
+    "norm",
+    "norm3d",
+    "norm4d",
+    "normcdf",
+    "normcdfinv",
+    "pow",
+    "powi",
+    "rcbrt",
+    "remainder",
+    "remquo",
+    "rhypot",
+    "rint",
+    "rnorm",
+    "rnorm3d",
+    "rnorm4d",
+    "round",
+    "rsqrt",
+    "scalbln",
+    "scalbn",
+    "signbit",
+    "sin",
+    "sincos",
+    "sincospi",
+    "sinh",
+    "sinpi",
+    "sqrt",
+    "tan",
+    "tanh",
+    "tgamma",
+    "trunc",
+    "y0",
+    "y1",
+    "yn",
+    "abs",
+    "labs",
+    "llabs",
+    "max",
+    "min",
+    "fmaf",
+    "saturate",
+];
+
+/// The unqualified name of a mangled `_Z<len><name>...` / `_ZL<len><name>...` function.
+fn simple_mangled_name(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix("_Z")?;
+    let rest = rest.strip_prefix('L').unwrap_or(rest);
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let len: usize = rest[..digits].parse().ok()?;
+    rest.get(digits..digits + len)
+}
+
+fn is_math_wrapper(name: &str) -> bool {
+    let simple = simple_mangled_name(name).unwrap_or(name);
+    let base = simple
+        .strip_suffix('f')
+        .filter(|b| MATH_WRAPPERS.contains(b));
+    MATH_WRAPPERS.contains(&simple) || base.is_some()
+}
+
 /// A device-library or runtime function (never instrumented).
 pub fn is_library_function(f: Value) -> bool {
     let name = f.name();
     EXCLUDED_PREFIXES.iter().any(|p| name.starts_with(p))
+        || is_math_wrapper(&name)
+        || is_reserved_name(&name)
         || name.contains("sqtt_marker_")
         || name.contains("__sqtt")
 }
@@ -43,10 +173,7 @@ pub fn is_eligible_function(f: Value) -> bool {
     if f.is_declaration() || f.is_kernel() {
         return false;
     }
-    let name = f.name();
-    // The markers.hpp wrappers themselves (`sqtt_marker_enter`, `__sqtt_ttracedata`, ...).
-    let marker_api = name.contains("sqtt_marker_") || name.contains("__sqtt");
-    !name.is_empty() && !marker_api && !EXCLUDED_PREFIXES.iter().any(|p| name.starts_with(p))
+    !f.name().is_empty() && !is_library_function(f)
 }
 
 /// Inlines every call of functions whose sentinel names come from their parameters.
@@ -63,7 +190,7 @@ fn inline_marker_wrappers(m: Module) {
                 .flat_map(|b| b.instructions())
                 .any(|i| {
                     i.called_function()
-                        .is_some_and(|c| Sentinel::of(&c.name()).is_some())
+                        .is_some_and(|c| Sentinel::of(c.name_ref()).is_some())
                         && resolve_name(i.arg(0)).is_none()
                 });
             if !forwards {
@@ -223,4 +350,28 @@ pub fn run(m: Module, settings: &Settings) {
         }
     }
     ledger.write(m);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reserved_names() {
+        for n in [
+            "__ockl_get_local_id",
+            "__atomic_work_item_fence",
+            "_Z10__shfl_xorfii",
+            "_ZN17__HIP_CoordinatesI15__HIP_ThreadIdxE1xE",
+            "_ZL5__foov",
+        ] {
+            assert!(super::is_reserved_name(n), "{n}");
+        }
+        for n in [
+            "_Z5heavyPfi",
+            "_ZN3app6kernelEv",
+            "my_c_function",
+            "_ZL6helperv",
+        ] {
+            assert!(!super::is_reserved_name(n), "{n}");
+        }
+    }
 }

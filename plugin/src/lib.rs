@@ -4,6 +4,7 @@
 //! `opt -load-pass-plugin=... -passes=sqtt`. Settings come from the `SQTT_*` variables through
 //! `sqtt-config`, the same parser the driver uses. Non-AMDGPU modules are left untouched.
 
+mod address;
 mod barriers;
 mod compat;
 mod early;
@@ -77,12 +78,25 @@ fn plugin_registrar(builder: &mut PassBuilder) {
     builder.add_optimizer_last_ep_callback(|manager, _level| {
         manager.add_pass(SqttPass(Phase::Late));
     });
+    // -fgpu-rdc: the device link (lld, loaded with `--load-pass-plugin`) merges every
+    // translation unit's module; the late phase runs there, once, so IDs cannot collide.
+    builder.add_full_lto_last_ep_callback(|manager, _level| {
+        manager.add_pass(SqttPass(Phase::LinkLate));
+    });
+}
+
+/// Whether the driver asked to leave IDs and the funcmap to the device link.
+fn deferred_to_link() -> bool {
+    std::env::var(sqtt_config::var::DEFER_TO_LINK).is_ok_and(|v| v == "1")
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Early,
+    /// OptimizerLast of a compile step (or `opt -passes=sqtt`).
     Late,
+    /// The full-LTO device link of `-fgpu-rdc`.
+    LinkLate,
 }
 
 /// The module pass (module passes run even for `optnone` functions at -O0).
@@ -102,19 +116,29 @@ impl LlvmModulePass for SqttPass {
         if self.0 == Phase::Early && ledger::has_early_ledger(m) {
             return PreservedAnalyses::All;
         }
+        let mut phase = self.0;
+        if phase == Phase::Late && deferred_to_link() {
+            // Leave the bare markers and the ledger in the bitcode for the device link; at -O0
+            // the early step has not run yet.
+            if ledger::has_early_ledger(m) {
+                return PreservedAnalyses::All;
+            }
+            phase = Phase::Early;
+        }
         let settings = match Settings::from_process_env() {
             Ok(s) => s,
             Err(e) => {
                 // Reported once, by the late phase (the early one does not run at -O0).
-                if self.0 == Phase::Late {
+                if self.0 != Phase::Early {
                     m.emit_error(&format!("sqtt: {e}"));
                 }
                 return PreservedAnalyses::All;
             }
         };
-        match self.0 {
+        named::clear_target_cache();
+        match phase {
             Phase::Early => early::run(m, &settings),
-            Phase::Late => {
+            Phase::Late | Phase::LinkLate => {
                 if let Err(msg) = late::run(m, &settings) {
                     m.emit_error(&msg);
                 }
@@ -124,8 +148,24 @@ impl LlvmModulePass for SqttPass {
     }
 }
 
+/// The metadata kinds of the pass's tags in a context, looked up once per context.
+pub(crate) fn tag_kinds(m: Module) -> (u32, u32) {
+    thread_local! {
+        static KINDS: std::cell::Cell<(usize, u32, u32)> = const { std::cell::Cell::new((0, 0, 0)) };
+    }
+    KINDS.with(|k| {
+        let (ctx, tag, marker) = k.get();
+        if ctx == m.context_key() {
+            return (tag, marker);
+        }
+        let v = (m.md_kind(ledger::MARKER_TAG_MD), m.md_kind(emit::MARKER_MD));
+        k.set((m.context_key(), v.0, v.1));
+        v
+    })
+}
+
 /// Whether an instruction is one the pass made (a marker, its boundary, a bare early marker).
 pub(crate) fn is_sqtt_instruction(m: Module, i: Value) -> bool {
-    i.metadata(m.md_kind(ledger::MARKER_TAG_MD)).is_some()
-        || i.metadata(m.md_kind(emit::MARKER_MD)).is_some()
+    let (tag, marker) = tag_kinds(m);
+    i.metadata(tag).is_some() || i.metadata(marker).is_some()
 }
