@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # LLVM 16 lane: builds the plugin for LLVM 16 and proves it works through the real hipcc
-# (Debian's hipcc 5.2.3, pointed at clang-16 through a directory of symlinks).
+# (Debian's hipcc 5.2.3, pointed at clang-16 through a directory of symlinks), and on the IR
+# fixtures of tests/fixtures/ir through opt-16 / llc-16.
 #
 # Usage:
 #   ci/llvm16-lane.sh                 install what is missing, build, run the smoke cases
@@ -196,6 +197,13 @@ for arch in "${ARCHES[@]}"; do
     fi
   done
 done
+
+# --- 7. IR fixtures through opt-16 / llc-16 ----------------------------------------------------
+IR_OPT=$LLVM_BIN/opt IR_LLC=$LLVM_BIN/llc IR_OBJCOPY=$LLVM_BIN/llvm-objcopy
+IR_OBJDUMP=$LLVM_BIN/llvm-objdump FIXTURES=$REPO/tests/fixtures/ir
+# shellcheck source=ci/ir-cases.sh
+source "$REPO/ci/ir-cases.sh"
+ir_cases "${ARCHES[@]}"
 
 STATUS=0
 lane_summary $(($(date +%s) - START)) || STATUS=$?
