@@ -58,7 +58,7 @@ fn packed_headers(ir: &str, shift_left: u32) -> Vec<u32> {
     let lines: Vec<&str> = ir.lines().map(str::trim).collect();
     let mut out = Vec::new();
     for w in lines.windows(2) {
-        if w[0].contains(&format!("= shl i32 %")) && w[0].ends_with(&format!(", {shift_left}")) {
+        if w[0].contains("= shl i32 %") && w[0].ends_with(&format!(", {shift_left}")) {
             let v = w[1].rsplit(", ").next().unwrap().parse().unwrap();
             out.push(v);
         }
