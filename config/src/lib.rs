@@ -343,14 +343,10 @@ impl Settings {
 
     /// Checks that the settings can be used together.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.trace_addresses.is_on() && self.instrument_memory.is_some() {
+        if let (true, Some(memory)) = (self.trace_addresses.is_on(), self.instrument_memory) {
             return Err(ConfigError::Conflict {
                 first: format!("{}={}", var::TRACE_ADDRESSES, self.trace_addresses),
-                second: format!(
-                    "{}={}",
-                    var::INSTRUMENT_MEMORY,
-                    self.instrument_memory.unwrap()
-                ),
+                second: format!("{}={memory}", var::INSTRUMENT_MEMORY),
                 why: "address tracing already emits a marker for every memory operation; \
                       unset one of them",
             });
