@@ -162,11 +162,7 @@ pub fn funcmap_source(maps: &[(&str, &str)], default: Option<&str>) -> String {
             if first { "if 1" } else { "else" },
             lit(rows)
         ));
-        if !first {
-            s.push_str("#endif\n");
-        } else {
-            s.push_str("#endif\n");
-        }
+        s.push_str("#endif\n");
     } else if !first {
         s.push_str("#endif\n");
     }

@@ -42,6 +42,9 @@ impl Fx {
     }
 }
 
+/// Variables to set, sqtt.toml text, words the error must contain.
+type BadCase<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, &'a [&'a str]);
+
 fn s(v: &[&str]) -> Vec<String> {
     v.iter().map(|x| x.to_string()).collect()
 }
@@ -348,7 +351,7 @@ fn plugin_lookup_and_llvm_major_check() {
 #[test]
 fn bad_settings_stop_before_hipcc() {
     let fx = Fx::new();
-    let cases: &[(&[(&str, &str)], Option<&str>, &[&str])] = &[
+    let cases: &[BadCase] = &[
         (
             &[
                 ("SQTT_TRACE_ADDRESSES", "memory"),

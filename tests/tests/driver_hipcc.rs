@@ -25,6 +25,9 @@ __global__ void my_kernel(float *p, int n) {
 int main() { return 0; }
 "#;
 
+/// Variables to set, sqtt.toml text, a word the error must contain.
+type BadCase<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, &'a str);
+
 fn wrapper(dir: &Path) -> Command {
     let mut c = driver(dir);
     c.env("SQTT_HIPCC", hipcc());
@@ -70,7 +73,7 @@ fn failing_compile_passes_through_unchanged() {
 fn bad_settings_stop_before_hipcc_and_keep_the_output() {
     let d = workdir();
     std::fs::write(d.path().join("k.hip"), KERNEL).unwrap();
-    let cases: &[(&[(&str, &str)], Option<&str>, &str)] = &[
+    let cases: &[BadCase] = &[
         (
             &[
                 ("SQTT_TRACE_ADDRESSES", "memory"),
