@@ -288,6 +288,11 @@ pub fn classify(args: &[String]) -> Classified {
             }
             continue;
         }
+        if a.starts_with("-Xarch_") && !EXACT.iter().any(|(n, _, _)| *n == a) {
+            // -Xarch_<arch> OPTION: the next argument is an option for that arch, not an input.
+            i += 1;
+            continue;
+        }
         let (effect, value) =
             if let Some((_, arity, effect)) = EXACT.iter().find(|(name, _, _)| *name == a) {
                 let value = if *arity == Arity::Separate {
@@ -379,6 +384,8 @@ mod tests {
             ("", Unknown),
             ("-O2", Unknown),
             ("-I -c", Unknown),
+            ("-Xarch_gfx90a -O1 k.o", Link),
+            ("-Xarch_gfx90a k.hip", Unknown),
             ("-o k.hip", Unknown),
         ];
         for (args, want) in cases {

@@ -129,8 +129,11 @@ pub struct PluginInfo {
 /// Reads `.sqtt_plugin_info` (`sqtt-plugin;version=X.Y.Z;llvm_major=N`), or else the LLVM major
 /// of a `libLLVM-N.so` the plugin needs.
 pub fn plugin_info(path: &Path) -> Result<PluginInfo, Fail> {
-    let data = std::fs::read(path)
-        .map_err(|e| Fail::usage(format!("cannot read the plugin {}: {e}", path.display())))?;
+    let read_err =
+        |e: std::io::Error| Fail::usage(format!("cannot read the plugin {}: {e}", path.display()));
+    let f = std::fs::File::open(path).map_err(read_err)?;
+    // SAFETY: read-only map; every access below is bounds checked by the object crate.
+    let data = unsafe { memmap2::Mmap::map(&f) }.map_err(read_err)?;
     let file = object::File::parse(&*data).map_err(|e| {
         Fail::usage(format!(
             "the plugin {} is not a shared object: {e}",
@@ -181,9 +184,9 @@ fn hex16(d: &[u8]) -> String {
     d.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-/// The per-user cache directory (`$XDG_CACHE_HOME/sqtt-hipcc`, `~/.cache/sqtt-hipcc`, or one
-/// under the temporary directory), created when missing.
-pub fn cache_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
+/// Candidate cache directories, best first: `$SQTT_CACHE_DIR`, `$XDG_CACHE_HOME/sqtt-hipcc`,
+/// `~/.cache/sqtt-hipcc`, then one under the temporary directory.
+fn cache_candidates(getenv: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
     let mut cands = Vec::new();
     if let Some(d) = getenv("SQTT_CACHE_DIR").filter(|v| !v.is_empty()) {
         cands.push(PathBuf::from(d));
@@ -197,12 +200,27 @@ pub fn cache_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     cands.push(std::env::temp_dir().join(format!("sqtt-hipcc-{uid}")));
+    cands
+}
+
+/// The per-user cache directory: the first candidate that is (or can be made) writable.
+pub fn cache_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
+    let mut cands = cache_candidates(getenv);
     for d in &cands {
         if std::fs::create_dir_all(d).is_ok() && writable(d) {
             return d.clone();
         }
     }
     cands.pop().unwrap()
+}
+
+/// A file already in the first cache candidate that has it (no write, no probe: the fast path
+/// of every compile).
+fn cached_file(getenv: &dyn Fn(&str) -> Option<OsString>, rel: &Path) -> Option<PathBuf> {
+    cache_candidates(getenv)
+        .into_iter()
+        .map(|d| d.join(rel))
+        .find(|p| p.is_file())
 }
 
 fn writable(d: &Path) -> bool {
@@ -227,13 +245,15 @@ fn ensure_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 
 /// The directory holding this build's markers.hpp: `<cache>/include-<sha256 prefix>/`, written
 /// once (content addressed, so several versions of sqtt-hipcc never disagree).
-pub fn markers_include_dir(cache: &Path) -> Result<PathBuf, Fail> {
+pub fn markers_include_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf, Fail> {
     let text = sqtt_markers::MARKERS_HPP.as_bytes();
-    let dir = cache.join(format!("include-{}", hex16(&Sha256::digest(text))));
-    let file = dir.join("markers.hpp");
-    if file.is_file() {
-        return Ok(dir);
+    let rel =
+        PathBuf::from(format!("include-{}", hex16(&Sha256::digest(text)))).join("markers.hpp");
+    if let Some(f) = cached_file(getenv, &rel) {
+        return Ok(f.parent().unwrap().to_path_buf());
     }
+    let file = cache_dir(getenv).join(&rel);
+    let dir = file.parent().unwrap().to_path_buf();
     ensure_file(&file, text).map_err(|e| {
         Fail::usage(format!(
             "cannot write markers.hpp to {}: {e} (set SQTT_CACHE_DIR to a writable directory)",
@@ -247,7 +267,6 @@ pub fn markers_include_dir(cache: &Path) -> Result<PathBuf, Fail> {
 /// cached on disk keyed by the hipcc path, its mtime and the variables that select its clang.
 pub fn hipcc_clang_major(
     hipcc: &Path,
-    cache: &Path,
     getenv: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<u32, Fail> {
     let real = canon(hipcc);
@@ -274,15 +293,20 @@ pub fn hipcc_clang_major(
             }
         }
     }
-    let file = cache.join(format!(
+    let rel = PathBuf::from(format!(
         "clang-major-{}",
         hex16(&Sha256::digest(key.as_bytes()))
     ));
-    if let Ok(t) = std::fs::read_to_string(&file) {
-        if let Ok(n) = t.trim().parse() {
+    if let Some(f) = cached_file(getenv, &rel) {
+        if let Ok(n) = std::fs::read_to_string(&f)
+            .unwrap_or_default()
+            .trim()
+            .parse()
+        {
             return Ok(n);
         }
     }
+    let file = cache_dir(getenv).join(&rel);
     let out = Command::new(hipcc)
         .arg("--version")
         .stdin(Stdio::null())

@@ -169,7 +169,7 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
                 extra.push(format!("-fpass-plugin={}", plugin.display()));
             }
             if cls.kind != StepKind::Link {
-                let include = locate::markers_include_dir(&locate::cache_dir(&getenv))?;
+                let include = locate::markers_include_dir(&getenv)?;
                 extra.push(format!("-I{}", include.display()));
                 if settings.enabled {
                     extra.push("-DSQTT_ENABLED=1".into());
@@ -230,7 +230,7 @@ fn check_llvm_major(plugin: &Path, hipcc: &Path) -> Result<(), Fail> {
             plugin.display()
         )));
     };
-    let clang_major = locate::hipcc_clang_major(hipcc, &locate::cache_dir(&getenv), &getenv)?;
+    let clang_major = locate::hipcc_clang_major(hipcc, &getenv)?;
     if plugin_major != clang_major {
         return Err(Fail::usage(format!(
             "the plugin {} was built for LLVM {plugin_major}, but {} uses clang {clang_major}: \

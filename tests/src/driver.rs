@@ -84,7 +84,8 @@ pub fn driver(cwd: &Path) -> Command {
 
 /// Writes a fake compiler into `dir` that records its arguments (one per line) in
 /// `dir/argv.log` and its `SQTT_*`/`HIPCC_*` environment in `dir/env.log`, answers `--version`
-/// like clang 15, prints `FAKE_STDOUT`/`FAKE_STDERR` and exits with `FAKE_EXIT` (default 0).
+/// like clang `FAKE_CLANG` (default 15), prints `FAKE_STDOUT`/`FAKE_STDERR`, and exits with
+/// `FAKE_EXIT` (default 0) or kills itself with signal `FAKE_SIGNAL`.
 pub fn fake_compiler(dir: &Path) -> PathBuf {
     let p = dir.join("fake-hipcc");
     let script = format!(
@@ -96,6 +97,7 @@ for a in "$@"; do
 done
 [ -n "$FAKE_STDOUT" ] && printf '%s' "$FAKE_STDOUT"
 [ -n "$FAKE_STDERR" ] && printf '%s' "$FAKE_STDERR" >&2
+[ -n "$FAKE_SIGNAL" ] && kill -"$FAKE_SIGNAL" $$
 exit ${{FAKE_EXIT:-0}}
 "#,
         d = dir.display()

@@ -458,3 +458,15 @@ fn status_stdout_and_stderr_pass_through() {
         assert_eq!(o.stderr, b"err text\n");
     }
 }
+
+#[test]
+fn a_signal_that_kills_hipcc_ends_the_wrapper_the_same_way() {
+    use std::os::unix::process::ExitStatusExt;
+    let fx = Fx::new();
+    // A compile step (waited for, then checked) and a probe (exec'd).
+    for args in [&["-c", "k.hip"][..], &["-dumpmachine"]] {
+        let o = fx.run(args, &[("FAKE_SIGNAL", "TERM")]);
+        assert_eq!(o.status.signal(), Some(15), "{args:?}: {:?}", o.status);
+        assert!(o.stderr.is_empty(), "{}", stderr(&o));
+    }
+}
