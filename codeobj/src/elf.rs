@@ -14,6 +14,19 @@ pub const BITCODE_WRAPPER_MAGIC: &[u8] = b"\xDE\xC0\x17\x0B";
 /// Prefix of the per-target sections of `-fgpu-rdc -c` objects.
 pub const RDC_SECTION_PREFIX: &str = "__CLANG_OFFLOAD_BUNDLE__";
 
+/// Runs `f` on `d`, copied to an 8-byte aligned buffer when `d` is not aligned (archive members,
+/// decompressed bundles): the ELF reader needs aligned headers.
+fn with_aligned<R>(d: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+    if (d.as_ptr() as usize) % 8 == 0 {
+        return f(d);
+    }
+    let mut buf = vec![0u64; d.len().div_ceil(8)];
+    // SAFETY: the u64 buffer has at least d.len() bytes; u8 has no alignment or validity needs.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), d.len()) };
+    bytes.copy_from_slice(d);
+    f(bytes)
+}
+
 /// Whether an ELF image is an AMDGPU code object (64-bit, little endian, e_machine 0xE0).
 pub fn is_amdgpu(d: &[u8]) -> bool {
     d.len() >= 20 && d[4] == 2 && d[5] == 1 && u16::from_le_bytes([d[18], d[19]]) == elf::EM_AMDGPU
@@ -21,6 +34,10 @@ pub fn is_amdgpu(d: &[u8]) -> bool {
 
 /// A host ELF: code objects of `.hip_fatbin` and of rdc per-target sections.
 pub fn read_host(d: &[u8], origin: &str, out: &mut Vec<CodeObject>) -> Result<(), Error> {
+    with_aligned(d, |d| read_host_aligned(d, origin, out))
+}
+
+fn read_host_aligned(d: &[u8], origin: &str, out: &mut Vec<CodeObject>) -> Result<(), Error> {
     if d.len() < 6 || d[4] != 2 || d[5] != 1 {
         return Err(Error::corrupt(
             origin,
@@ -105,6 +122,18 @@ pub fn bitcode_object(
 
 /// An AMDGPU code object.
 pub fn read_code_object(
+    d: &[u8],
+    origin: &str,
+    location: &str,
+    bundle: Option<(usize, String)>,
+    target_id: Option<String>,
+) -> Result<CodeObject, Error> {
+    with_aligned(d, |d| {
+        read_code_object_aligned(d, origin, location, bundle, target_id)
+    })
+}
+
+fn read_code_object_aligned(
     d: &[u8],
     origin: &str,
     location: &str,

@@ -1,7 +1,7 @@
 //! Code objects out of anything a HIP build produces, with their `.sqtt_funcmap`.
 //!
 //! [`read_path`] and [`read_bytes`] accept:
-//! - host executables, shared libraries and `.o` files (ELF64): the `.hip_fatbin` section holds
+//! - host executables, shared libraries, `.o` files (ELF64) and static libraries (`ar`): the `.hip_fatbin` section holds
 //!   one offload bundle per translation unit, each at a 4096-byte boundary, walked by the sizes in
 //!   the bundle headers (never by scanning for the magic);
 //! - `-fgpu-rdc -c` objects: per-target `__CLANG_OFFLOAD_BUNDLE__<id>` sections holding LLVM
@@ -21,6 +21,7 @@
 
 use std::path::Path;
 
+mod archive;
 pub mod bundle;
 mod elf;
 pub mod glob;
@@ -45,7 +46,7 @@ pub enum Error {
         offset: u64,
         reason: String,
     },
-    #[error("{origin}: not an ELF file, offload bundle, compressed bundle or code object")]
+    #[error("{origin}: not an ELF file, static library, offload bundle, compressed bundle or code object")]
     Unrecognised { origin: String },
 }
 
@@ -235,6 +236,8 @@ pub fn read_bytes(data: &[u8], origin: &str) -> Result<Vec<CodeObject>, Error> {
         } else {
             elf::read_host(data, origin, &mut out)?;
         }
+    } else if data.starts_with(archive::MAGIC) {
+        archive::read(data, origin, &mut out)?;
     } else if data.starts_with(bundle::MAGIC) || data.starts_with(bundle::CCOB_MAGIC) {
         bundle::walk_fatbin(data, origin, "bundle", &mut out)?;
     } else if data.starts_with(elf::BITCODE_MAGIC) || data.starts_with(elf::BITCODE_WRAPPER_MAGIC) {

@@ -166,3 +166,32 @@ fn flags_to_target_id() {
     assert_eq!(demangle("_Z6kernelPf"), "kernel(float*)");
     assert_eq!(demangle("plain"), "plain");
 }
+
+#[test]
+fn archives_skip_non_elf_members_and_never_panic() {
+    let mut a = b"!<arch>\n".to_vec();
+    let member = |name: &str, data: &[u8]| {
+        let mut h = format!(
+            "{name:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",
+            0,
+            0,
+            0,
+            644,
+            data.len()
+        )
+        .into_bytes();
+        h.extend_from_slice(data);
+        if data.len() % 2 == 1 {
+            h.push(b'\n');
+        }
+        h
+    };
+    a.extend(member("notes.txt/", b"hello"));
+    a.extend(member("x.o/", b"\x7fELF\x01\x01"));
+    assert!(read_bytes(&a[..8 + 60 + 6], "lib.a").unwrap().is_empty());
+    for n in 0..a.len() {
+        let _ = read_bytes(&a[..n], "lib.a");
+    }
+    let e = read_bytes(&a, "lib.a").unwrap_err().to_string();
+    assert!(e.contains("lib.a(x.o)"), "{e}");
+}

@@ -29,6 +29,7 @@ struct Fixture {
     ccob_zstd: PathBuf,
     bad: PathBuf,
     collide: PathBuf,
+    archive: PathBuf,
 }
 
 fn fx() -> &'static Fixture {
@@ -113,7 +114,13 @@ fn fx() -> &'static Fixture {
                 .args(["--offload-arch=gfx90a", "-fgpu-rdc", "a.o", "b.o", "-o"])
                 .arg(&collide),
         );
+        // A static library holding the object under a long (GNU table) member name.
+        let long = dir.join("a_member_name_longer_than_sixteen.o");
+        std::fs::copy(&obj, &long).unwrap();
+        let archive = dir.join("libk.a");
+        run_ok(Command::new("ar").arg("rcs").arg(&archive).arg(&long));
         Fixture {
+            archive,
             dir,
             app,
             obj,
@@ -216,6 +223,8 @@ fn every_input_format() {
         assert!(out(&o).contains("  user         3         0                   -  work"));
         assert!(out(&o).contains(" gfx90a ok kernels=1 functions=2 user=1 points=3"));
     }
+    assert!(out(&check(&[], &[&f.archive]))
+        .contains("member a_member_name_longer_than_sixteen.o: .hip_fatbin bundle 0"));
     assert!(out(&check(&[], &[&f.ccob_zlib])).contains("CCOB v2 zlib"));
     assert!(out(&check(&[], &[&f.ccob_zstd])).contains("CCOB v3 zstd"));
     assert!(out(&check(&[], &[&f.co90a])).contains("code object [amdgcn-amd-amdhsa--gfx90a"));
