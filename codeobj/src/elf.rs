@@ -17,7 +17,7 @@ pub const RDC_SECTION_PREFIX: &str = "__CLANG_OFFLOAD_BUNDLE__";
 /// Runs `f` on `d`, copied to an 8-byte aligned buffer when `d` is not aligned (archive members,
 /// decompressed bundles): the ELF reader needs aligned headers.
 fn with_aligned<R>(d: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
-    if (d.as_ptr() as usize) % 8 == 0 {
+    if d.as_ptr().align_offset(8) == 0 {
         return f(d);
     }
     let mut buf = vec![0u64; d.len().div_ceil(8)];
