@@ -232,8 +232,12 @@ fn check_llvm_major(plugin: &Path, hipcc: &Path) -> Result<(), Fail> {
     };
     let clang_major = locate::hipcc_clang_major(hipcc, &getenv)?;
     if plugin_major != clang_major {
+        let via = env_string("HIP_CLANG_PATH")
+            .filter(|v| !v.is_empty())
+            .map(|v| format!(" (HIP_CLANG_PATH={v})"))
+            .unwrap_or_default();
         return Err(Fail::usage(format!(
-            "the plugin {} was built for LLVM {plugin_major}, but {} uses clang {clang_major}: \
+            "the plugin {} was built for LLVM {plugin_major}, but {}{via} uses clang {clang_major}: \
              clang would crash loading it. Build the plugin for LLVM {clang_major} (`cargo build \
              -p sqtt-plugin --no-default-features --features llvm{clang_major}-0`) and point \
              SQTT_PLUGIN at it, or use a hipcc on clang {plugin_major} (HIP_CLANG_PATH)",

@@ -370,3 +370,76 @@ fn cmake_project_builds_and_ctest_runs_the_smoke_check() {
     let out = run_ok(&mut c);
     assert!(out.contains("100% tests passed"), "{out}");
 }
+
+#[test]
+fn plugin_for_another_llvm_than_hipccs_clang_is_refused() {
+    // hipcc on clang-16 (a HIP_CLANG_PATH of symlinks, as in the LLVM 16 lane) with the default
+    // LLVM 15 plugin.
+    let clang16 = Path::new("/usr/lib/llvm-16/bin/clang++");
+    assert!(
+        clang16.exists(),
+        "clang-16 is not installed (ci/setup.sh installs it)"
+    );
+    let d = workdir();
+    let bin = d.path().join("llvm16/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for e in std::fs::read_dir("/usr/lib/llvm-16/bin").unwrap().flatten() {
+        std::os::unix::fs::symlink(e.path(), bin.join(e.file_name())).unwrap();
+    }
+    std::os::unix::fs::symlink(clang16, bin.join("clang++-15")).unwrap();
+    std::os::unix::fs::symlink("/usr/lib/llvm-16/bin/clang", bin.join("clang-15")).unwrap();
+    std::fs::create_dir_all(d.path().join("llvm16/lib/clang")).unwrap();
+    std::os::unix::fs::symlink(
+        "/usr/lib/llvm-16/lib/clang/16",
+        d.path().join("llvm16/lib/clang/16.0.6"),
+    )
+    .unwrap();
+    std::fs::write(d.path().join("k.hip"), KERNEL).unwrap();
+    let o = wrapper(d.path())
+        .env("HIP_CLANG_PATH", &bin)
+        .args(["--offload-arch=gfx90a", "-c", "k.hip", "-o", "k.o"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    let e = err(&o);
+    assert!(
+        e.contains("built for LLVM 15") && e.contains("uses clang 16"),
+        "{e}"
+    );
+    assert!(
+        e.contains("llvm16-0") && e.contains("HIP_CLANG_PATH="),
+        "{e}"
+    );
+    assert!(!d.path().join("k.o").exists());
+    // Instrumentation off loads no plugin, so the same hipcc builds.
+    let o = wrapper(d.path())
+        .env("HIP_CLANG_PATH", &bin)
+        .env("SQTT_ENABLED", "0")
+        .args(["--offload-arch=gfx90a", "-c", "k.hip", "-o", "k.o"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(d.path().join("k.o").exists());
+}
+
+#[test]
+fn version_is_hipccs_plus_the_plugin_line() {
+    let d = workdir();
+    let plain = Command::new(hipcc())
+        .arg("--version")
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let wrapped = wrapper(d.path()).arg("--version").output().unwrap();
+    assert_eq!(wrapped.status.code(), plain.status.code());
+    let p = String::from_utf8_lossy(&plain.stdout).into_owned();
+    let w = String::from_utf8_lossy(&wrapped.stdout).into_owned();
+    let extra = w
+        .strip_prefix(&p)
+        .unwrap_or_else(|| panic!("{w:?} does not start with {p:?}"));
+    assert!(
+        extra.starts_with("sqtt-hipcc ") && extra.contains("sha256:"),
+        "{extra}"
+    );
+    assert_eq!(extra.lines().count(), 1);
+}
