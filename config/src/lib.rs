@@ -38,6 +38,10 @@ pub mod var {
     pub const VERBOSE: &str = "SQTT_VERBOSE";
     /// Driver only: path of the plugin shared object.
     pub const PLUGIN: &str = "SQTT_PLUGIN";
+    /// Set by the driver on `-fgpu-rdc` compile steps: the plugin only places bare markers and
+    /// records its ledger; IDs and the funcmap are made once, at device link time, for all
+    /// translation units together.
+    pub const DEFER_TO_LINK: &str = "SQTT_DEFER_TO_LINK";
 
     /// Every variable that carries an instrumentation setting, in the order `to_env` writes them.
     pub const SETTINGS: &[&str] = &[

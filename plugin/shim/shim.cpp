@@ -74,3 +74,19 @@ extern "C" const char *sqtt_shim_inline_asm_string(LLVMValueRef Callee, size_t *
   *Len = S.size();
   return S.data();
 }
+
+#include "llvm/Transforms/Utils/Cloning.h"
+
+// Inlines one call site (the named-marker wrappers, forced before the early phase resolves
+// their names). Returns 1 on success.
+extern "C" unsigned sqtt_shim_inline_call(LLVMValueRef Call) {
+  auto *CB = dyn_cast<CallBase>(unwrap(Call));
+  if (!CB || !CB->getCalledFunction() || CB->getCalledFunction()->isDeclaration())
+    return 0;
+  InlineFunctionInfo IFI;
+  return InlineFunction(*CB, IFI).isSuccess() ? 1 : 0;
+}
+
+extern "C" void sqtt_shim_erase_named_md(LLVMModuleRef M, LLVMNamedMDNodeRef N) {
+  unwrap(M)->eraseNamedMetadata(reinterpret_cast<NamedMDNode *>(N));
+}

@@ -2,7 +2,7 @@
 
 use sqtt_markers::funcmap::{Entry, EntryKind, SECTION_NAME};
 
-use crate::ledger::Ledger;
+use crate::ledger::FinalIds;
 use crate::llvm::{self, Module, Value};
 
 /// Name of the global holding the section.
@@ -36,7 +36,7 @@ pub fn kernel_entries(m: Module) -> Vec<Entry> {
         .collect()
 }
 
-pub fn emit(m: Module, ledger: &Ledger) {
+pub fn emit(m: Module, ledger: &FinalIds) {
     let map = ledger.funcmap(kernel_entries(m));
     m.add_section_bytes(
         GLOBAL_NAME,

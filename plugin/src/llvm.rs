@@ -20,6 +20,43 @@ extern "C" {
     fn sqtt_shim_first_insertion_point(bb: LLVMBasicBlockRef) -> LLVMValueRef;
     fn sqtt_shim_fence_is_workgroup_or_wider(inst: LLVMValueRef) -> c_uint;
     fn sqtt_shim_inline_asm_string(callee: LLVMValueRef, len: *mut usize) -> *const c_char;
+    fn sqtt_shim_inline_call(call: LLVMValueRef) -> c_uint;
+    fn sqtt_shim_erase_named_md(m: LLVMModuleRef, nmd: LLVMNamedMDNodeRef);
+}
+
+/// Reads a metadata node (as a value) into integers and strings; other operands are skipped.
+fn read_md_node(node: LLVMValueRef) -> Vec<MdItem> {
+    unsafe {
+        if node.is_null() || LLVMIsAMDNode(node).is_null() {
+            return Vec::new();
+        }
+        let n = LLVMGetMDNodeNumOperands(node);
+        let mut ops: Vec<LLVMValueRef> = vec![std::ptr::null_mut(); n as usize];
+        LLVMGetMDNodeOperands(node, ops.as_mut_ptr());
+        ops.into_iter()
+            .filter_map(|op| {
+                if op.is_null() {
+                    return None;
+                }
+                if !LLVMIsAMDString(op).is_null() {
+                    let mut len = 0u32;
+                    let p = LLVMGetMDString(op, &mut len);
+                    return Some(MdItem::Str(string_of(p, len as usize)));
+                }
+                if !LLVMIsAConstantInt(op).is_null() {
+                    return Some(MdItem::Int(LLVMConstIntGetZExtValue(op)));
+                }
+                None
+            })
+            .collect()
+    }
+}
+
+/// A metadata operand: an integer or a string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MdItem {
+    Int(u64),
+    Str(String),
 }
 
 /// LLVM's calling convention number of AMDGPU kernels.
@@ -187,6 +224,61 @@ impl Module {
         }
     }
 
+    /// A metadata node of integers and strings, as a value (for instruction attachments and
+    /// named metadata).
+    pub fn md_node(self, items: &[MdItem]) -> LLVMValueRef {
+        unsafe {
+            let ctx = self.ctx();
+            let mut ops: Vec<LLVMMetadataRef> = items
+                .iter()
+                .map(|it| match it {
+                    MdItem::Int(v) => {
+                        LLVMValueAsMetadata(LLVMConstInt(LLVMInt64TypeInContext(ctx), *v, 0))
+                    }
+                    MdItem::Str(s) => {
+                        LLVMMDStringInContext2(ctx, s.as_ptr() as *const c_char, s.len())
+                    }
+                })
+                .collect();
+            LLVMMetadataAsValue(ctx, LLVMMDNodeInContext2(ctx, ops.as_mut_ptr(), ops.len()))
+        }
+    }
+
+    /// Appends a node to a named metadata list.
+    pub fn add_named_md(self, name: &str, node: LLVMValueRef) {
+        let c = cstr(name);
+        unsafe { LLVMAddNamedMetadataOperand(self.0, c.as_ptr(), node) }
+    }
+
+    /// The nodes of a named metadata list, each read as integers and strings.
+    pub fn named_md(self, name: &str) -> Vec<Vec<MdItem>> {
+        let c = cstr(name);
+        unsafe {
+            let n = LLVMGetNamedMetadataNumOperands(self.0, c.as_ptr());
+            let mut nodes: Vec<LLVMValueRef> = vec![std::ptr::null_mut(); n as usize];
+            if n > 0 {
+                LLVMGetNamedMetadataOperands(self.0, c.as_ptr(), nodes.as_mut_ptr());
+            }
+            nodes.into_iter().map(read_md_node).collect()
+        }
+    }
+
+    /// Removes a named metadata list.
+    pub fn erase_named_md(self, name: &str) {
+        unsafe {
+            let nmd = LLVMGetNamedMetadata(self.0, name.as_ptr() as *const c_char, name.len());
+            if !nmd.is_null() {
+                sqtt_shim_erase_named_md(self.0, nmd);
+            }
+        }
+    }
+
+    pub fn identifier(self) -> String {
+        let mut len = 0usize;
+        let p = unsafe { LLVMGetModuleIdentifier(self.0, &mut len) };
+        string_of(p, len)
+    }
+
     pub fn builder(self) -> Builder {
         Builder(unsafe { LLVMCreateBuilderInContext(self.ctx()) })
     }
@@ -229,6 +321,21 @@ impl Value {
             let p = LLVMGetStringAttributeValue(a, &mut len);
             Some(string_of(p, len as usize))
         }
+    }
+
+    /// The first function of this function's module.
+    pub fn first_function_of_module(self) -> Option<Value> {
+        unsafe {
+            let m = LLVMGetGlobalParent(self.0);
+            let f = LLVMGetFirstFunction(m);
+            (!f.is_null()).then_some(Value(f))
+        }
+    }
+
+    /// The next function of the module.
+    pub fn next_function(self) -> Option<Value> {
+        let f = unsafe { LLVMGetNextFunction(self.0) };
+        (!f.is_null()).then_some(Value(f))
     }
 
     pub fn blocks(self) -> Vec<Block> {
@@ -337,6 +444,55 @@ impl Value {
             }
         }
         out
+    }
+
+    /// An instruction's metadata attachment read as integers and strings.
+    pub fn metadata_items(self, kind: c_uint) -> Option<Vec<MdItem>> {
+        self.metadata(kind).map(read_md_node)
+    }
+
+    /// Inlines this call site. Returns whether it was inlined.
+    pub fn inline_call(self) -> bool {
+        unsafe { sqtt_shim_inline_call(self.0) != 0 }
+    }
+
+    /// The address space of a pointer-typed value.
+    pub fn pointer_address_space(self) -> Option<u32> {
+        unsafe {
+            let ty = LLVMTypeOf(self.0);
+            (LLVMGetTypeKind(ty) == sys::LLVMTypeKind::LLVMPointerTypeKind)
+                .then(|| LLVMGetPointerAddressSpace(ty))
+        }
+    }
+
+    pub fn is_phi(self) -> bool {
+        unsafe { !LLVMIsAPHINode(self.0).is_null() }
+    }
+
+    pub fn is_unreachable(self) -> bool {
+        self.is_instruction() && self.opcode() == sys::LLVMOpcode::LLVMUnreachable
+    }
+
+    pub fn is_return(self) -> bool {
+        self.is_instruction() && self.opcode() == sys::LLVMOpcode::LLVMRet
+    }
+
+    pub fn is_atomic_rmw(self) -> bool {
+        self.is_instruction() && self.opcode() == sys::LLVMOpcode::LLVMAtomicRMW
+    }
+
+    pub fn is_cmpxchg(self) -> bool {
+        self.is_instruction() && self.opcode() == sys::LLVMOpcode::LLVMAtomicCmpXchg
+    }
+
+    /// Whether the function has a string or enum attribute `name` (e.g. `alwaysinline`).
+    pub fn has_fn_attribute(self, name: &str) -> bool {
+        unsafe {
+            let kind = LLVMGetEnumAttributeKindForName(name.as_ptr() as *const c_char, name.len());
+            kind != 0
+                && !LLVMGetEnumAttributeAtIndex(self.0, sys::LLVMAttributeFunctionIndex, kind)
+                    .is_null()
+        }
     }
 
     pub fn metadata(self, kind: c_uint) -> Option<LLVMValueRef> {

@@ -8,13 +8,13 @@ use sqtt_markers::funcmap::name_problem;
 use sqtt_markers::sentinel;
 
 use crate::emit::{Emitter, Record};
-use crate::ledger::{Ledger, NamedKind};
+use crate::ledger::{FinalIds, NamedKind};
 use crate::llvm::{Module, Value};
 use crate::scope::{guard_before, ScopeChecks};
 use crate::target::Target;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Sentinel {
+pub enum Sentinel {
     Enter,
     Exit,
     Point,
@@ -22,7 +22,7 @@ enum Sentinel {
 }
 
 impl Sentinel {
-    fn of(name: &str) -> Option<Sentinel> {
+    pub fn of(name: &str) -> Option<Sentinel> {
         Some(match name {
             sentinel::ENTER => Sentinel::Enter,
             sentinel::EXIT => Sentinel::Exit,
@@ -42,15 +42,15 @@ impl Sentinel {
     }
 }
 
-struct Call {
-    inst: Value,
-    kind: Sentinel,
-    name: String,
+pub struct Call {
+    pub inst: Value,
+    pub kind: Sentinel,
+    pub name: String,
 }
 
 /// Resolves the name argument of a sentinel call: a constant string, directly or through the
 /// alloca a not-optimised always-inline wrapper stores it in.
-fn resolve_name(arg: Value) -> Option<String> {
+pub fn resolve_name(arg: Value) -> Option<String> {
     let mut v = arg.strip_pointer_casts();
     for _ in 0..4 {
         if let Some(s) = v.global_c_string() {
@@ -92,6 +92,11 @@ fn is_transparent(i: Value) -> bool {
     !i.may_have_side_effects()
 }
 
+/// [`is_transparent`] for the other instrumentation modules.
+pub fn is_transparent_pub(i: Value) -> bool {
+    is_transparent(i)
+}
+
 /// The next instruction after `i` that is not transparent.
 pub fn next_real_instruction(i: Value) -> Option<Value> {
     let mut cur = i.next();
@@ -112,21 +117,40 @@ fn is_debug_call(i: Value) -> bool {
 
 /// A workgroup synchronisation: `s_barrier` and friends, or a workgroup-or-wider fence.
 pub fn is_workgroup_sync(i: Value) -> bool {
+    if is_barrier_intrinsic(i).is_some() {
+        return true;
+    }
     if i.is_fence() {
         return i.is_workgroup_fence();
     }
-    match i.called_function() {
-        Some(f) => {
-            let n = f.name();
-            n == "llvm.amdgcn.s.barrier"
-                || n.starts_with("llvm.amdgcn.s.barrier.signal")
-                || n.starts_with("llvm.amdgcn.s.barrier.wait")
-        }
-        None => false,
+    false
+}
+
+/// The barrier intrinsics the pass knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BarrierOp {
+    /// `s_barrier` (`__syncthreads`).
+    Full,
+    /// `s_barrier_signal` (gfx12).
+    Signal,
+    /// `s_barrier_wait` (gfx12).
+    Wait,
+}
+
+pub fn is_barrier_intrinsic(i: Value) -> Option<BarrierOp> {
+    let n = i.called_function()?.name();
+    if n == "llvm.amdgcn.s.barrier" {
+        Some(BarrierOp::Full)
+    } else if n.starts_with("llvm.amdgcn.s.barrier.signal") {
+        Some(BarrierOp::Signal)
+    } else if n.starts_with("llvm.amdgcn.s.barrier.wait") {
+        Some(BarrierOp::Wait)
+    } else {
+        None
     }
 }
 
-fn collect(m: Module, f: Value) -> Result<Vec<Vec<Call>>, String> {
+pub fn collect(m: Module, f: Value) -> Result<Vec<Vec<Call>>, String> {
     let mut blocks = Vec::new();
     for bb in f.blocks() {
         let mut calls = Vec::new();
@@ -163,7 +187,7 @@ fn collect(m: Module, f: Value) -> Result<Vec<Vec<Call>>, String> {
 }
 
 /// Whether only transparent instructions lie between two instructions of one block.
-fn adjacent(first: Value, second: Value) -> bool {
+pub fn adjacent(first: Value, second: Value) -> bool {
     let mut cur = first.next();
     while let Some(i) = cur {
         if i == second {
@@ -181,7 +205,7 @@ fn adjacent(first: Value, second: Value) -> bool {
 pub fn resolve(
     m: Module,
     emitter: &Emitter,
-    ledger: &mut Ledger,
+    ledger: &mut FinalIds,
     scopes: &mut ScopeChecks,
 ) -> Result<(), String> {
     for f in m.functions() {
@@ -292,10 +316,17 @@ pub fn place_marker(
     }
 }
 
-/// The target of a function from its `target-cpu` attribute.
+/// The target of a function from its `target-cpu` attribute; functions without one (linked in
+/// from the device libraries) take the module's.
 pub fn target_of(f: Value) -> Result<Target, String> {
-    let cpu = f.string_attribute("target-cpu").unwrap_or_default();
-    let features = f.string_attribute("target-features").unwrap_or_default();
+    let cpu = f
+        .string_attribute("target-cpu")
+        .or_else(|| module_target_cpu(f))
+        .unwrap_or_default();
+    let features = f
+        .string_attribute("target-features")
+        .or_else(|| module_function_with_cpu(f).and_then(|g| g.string_attribute("target-features")))
+        .unwrap_or_default();
     Target::from_cpu(&cpu, &features).ok_or_else(|| {
         format!(
             "sqtt: function {} has target-cpu {cpu:?}, which the sqtt plugin does not know \
@@ -303,4 +334,20 @@ pub fn target_of(f: Value) -> Result<Target, String> {
             f.name()
         )
     })
+}
+
+/// The first function of `f`'s module that names its target.
+fn module_function_with_cpu(f: Value) -> Option<Value> {
+    let mut cur = f.first_function_of_module();
+    while let Some(g) = cur {
+        if g.string_attribute("target-cpu").is_some() {
+            return Some(g);
+        }
+        cur = g.next_function();
+    }
+    None
+}
+
+fn module_target_cpu(f: Value) -> Option<String> {
+    module_function_with_cpu(f)?.string_attribute("target-cpu")
 }
