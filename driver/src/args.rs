@@ -45,6 +45,18 @@ pub struct Classified {
 }
 
 impl Classified {
+    /// Whether the step ends in a link (a link step, or a compile without `-c`/`-S`/
+    /// `-fsyntax-only`/`-emit-llvm`/`-E`).
+    pub fn links(&self) -> bool {
+        match self.kind {
+            StepKind::Link => true,
+            StepKind::Compile => {
+                !(self.compile_only || self.assembly || self.syntax_only || self.emit_llvm)
+            }
+            _ => false,
+        }
+    }
+
     /// Whether a successful step leaves device code objects to check, and in which files.
     pub fn device_outputs(&self, cwd: &Path) -> Vec<PathBuf> {
         let checkable = match self.kind {

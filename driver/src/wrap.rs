@@ -161,12 +161,21 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
             let verbose = own.verbose || settings.verbose || verbose_env;
             let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;
             let instrument = settings.enabled && cls.kind == StepKind::Compile;
+            // -fgpu-rdc: compiles leave IDs and the funcmap to the device link, where the
+            // plugin runs once over every translation unit (loaded into lld).
+            let rdc_link = settings.enabled && cls.rdc && cls.links();
             let mut extra: Vec<String> = Vec::new();
-            if instrument {
+            if instrument || rdc_link {
                 let plugin = locate::find_plugin(&getenv)?;
                 check_llvm_major(&plugin, &hipcc)?;
-                extra.push("-Xarch_device".into());
-                extra.push(format!("-fpass-plugin={}", plugin.display()));
+                if instrument {
+                    extra.push("-Xarch_device".into());
+                    extra.push(format!("-fpass-plugin={}", plugin.display()));
+                }
+                if rdc_link {
+                    extra.push("-Xoffload-linker".into());
+                    extra.push(format!("--load-pass-plugin={}", plugin.display()));
+                }
             }
             if cls.kind != StepKind::Link {
                 let include = locate::markers_include_dir(&getenv)?;
@@ -181,6 +190,11 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
                 for (k, v) in settings.to_env() {
                     cmd.env(k, v);
                 }
+            }
+            if instrument && cls.rdc {
+                cmd.env(sqtt_config::var::DEFER_TO_LINK, "1");
+            } else {
+                cmd.env_remove(sqtt_config::var::DEFER_TO_LINK);
             }
             let outputs = if settings.enabled {
                 cls.device_outputs(&cwd)
@@ -208,7 +222,7 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
             }
             // Only code we compiled ourselves must carry a funcmap: objects linked in with it may
             // come from builds without the plugin (their funcmaps, when present, are checked).
-            let require = instrument && cls.objects.is_empty();
+            let require = (instrument && cls.objects.is_empty()) || rdc_link;
             post_check(&outputs, require, verbose)?;
             Ok(0)
         }

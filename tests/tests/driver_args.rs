@@ -470,3 +470,39 @@ fn a_signal_that_kills_hipcc_ends_the_wrapper_the_same_way() {
         assert!(o.stderr.is_empty(), "{}", stderr(&o));
     }
 }
+
+#[test]
+fn rdc_compiles_defer_to_the_device_link_which_loads_the_plugin() {
+    let fx = Fx::new();
+    let plugin = format!("--load-pass-plugin={}", plugin_path().display());
+    // -fgpu-rdc -c: the plugin at compile, told to defer IDs and the funcmap.
+    let given = ["-fgpu-rdc", "-c", "k.hip"];
+    assert!(fx.run(&given, &[]).status.success());
+    let extra = added(&fx.argv(), &given);
+    assert_eq!(extra[0], "-Xarch_device");
+    assert!(!extra.contains(&plugin));
+    assert!(recorded_env(fx.path()).contains(&"SQTT_DEFER_TO_LINK=1".to_string()));
+    // The rdc link: the plugin loaded into the device lld, settings exported.
+    let given = ["-fgpu-rdc", "a.o", "b.o", "-o", "app"];
+    assert!(fx.run(&given, &[]).status.success());
+    assert_eq!(added(&fx.argv(), &given), s(&["-Xoffload-linker", &plugin]));
+    assert!(recorded_env(fx.path()).contains(&"SQTT_SCOPE_CU=0x3".to_string()));
+    // Compile and link in one step: both.
+    let given = ["-fgpu-rdc", "k.hip", "-o", "app"];
+    assert!(fx.run(&given, &[]).status.success());
+    let extra = added(&fx.argv(), &given);
+    assert!(extra.contains(&"-Xarch_device".to_string()) && extra.contains(&plugin));
+    // Not rdc: no deferral, even when the caller's environment asks for it.
+    let given = ["-c", "k.hip"];
+    assert!(fx
+        .run(&given, &[("SQTT_DEFER_TO_LINK", "1")])
+        .status
+        .success());
+    assert!(!recorded_env(fx.path())
+        .iter()
+        .any(|e| e.starts_with("SQTT_DEFER_TO_LINK")));
+    // Disabled: nothing, the link untouched.
+    let given = ["-fgpu-rdc", "a.o", "b.o", "-o", "app"];
+    assert!(fx.run(&given, &[("SQTT_ENABLED", "0")]).status.success());
+    assert_eq!(fx.argv(), s(&given));
+}

@@ -443,3 +443,78 @@ fn version_is_hipccs_plus_the_plugin_line() {
     );
     assert_eq!(extra.lines().count(), 1);
 }
+
+#[test]
+fn rdc_link_numbers_ids_once_for_all_translation_units() {
+    let d = workdir();
+    let tu = |name: &str, marker: &str, main: bool| {
+        format!(
+            "#include <hip/hip_runtime.h>\n#include \"markers.hpp\"\n__global__ void {name}(float *p) \
+             {{ sqtt_marker_enter(\"{marker}\"); p[0] = 1; sqtt_marker_exit(\"{marker}\"); }}\n{}",
+            if main { "int main() { return 0; }\n" } else { "" }
+        )
+    };
+    std::fs::write(d.path().join("a.hip"), tu("ka", "alpha", true)).unwrap();
+    std::fs::write(d.path().join("b.hip"), tu("kb", "beta", false)).unwrap();
+    for f in ["a.hip", "b.hip"] {
+        let o = wrapper(d.path())
+            .args(["--offload-arch=gfx90a", "-fgpu-rdc", "-c", f])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", err(&o));
+    }
+    let o = wrapper(d.path())
+        .args([
+            "--offload-arch=gfx90a",
+            "-fgpu-rdc",
+            "a.o",
+            "b.o",
+            "-o",
+            "app",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    // In one step, too.
+    let o = wrapper(d.path())
+        .args([
+            "--offload-arch=gfx90a",
+            "-fgpu-rdc",
+            "a.hip",
+            "b.hip",
+            "-o",
+            "app1",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    for app in ["app", "app1"] {
+        let o = driver(d.path())
+            .args([
+                "--check",
+                app,
+                "--require",
+                "user:alpha",
+                "--require",
+                "user:beta",
+            ])
+            .args(["--require", "kernel:ka", "--require", "kernel:kb", "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{app}: {}", err(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let co = &v["files"][0]["code_objects"][0];
+        assert_eq!(
+            co["translation_units"], 1,
+            "one funcmap, made at the device link"
+        );
+        let mut ids: Vec<u64> = co["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["id"].as_u64())
+            .collect();
+        ids.sort();
+        assert_eq!(ids, vec![1, 2]);
+    }
+}
