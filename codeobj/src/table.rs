@@ -12,7 +12,7 @@
 use std::fmt::Write;
 
 use crate::report::Summary;
-use crate::{demangle, CodeObject, Entry, EntryKind, Funcmap};
+use crate::{demangle, CodeObject, Entry, EntryKind, Funcmap, FuncmapState};
 
 /// Kernel rows first (in section order), then marker rows by ID.
 pub fn ordered_entries(m: &Funcmap) -> Vec<&Entry> {
@@ -78,6 +78,31 @@ pub fn render_table(co: &CodeObject, demangle_names: bool) -> String {
         }
         let _ = writeln!(out, "{line}");
     }
+    out
+}
+
+/// Everything `sqtt-hipcc --check` prints for one code object: the heading, the table (or why
+/// there is none), its problems and the summary line, then an empty line.
+pub fn render_code_object(path: &str, co: &CodeObject, demangle_names: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", heading(path, co));
+    match &co.funcmap {
+        FuncmapState::NotLinked => {
+            let _ = writeln!(
+                out,
+                "  not yet linked (-fgpu-rdc bitcode): check the linked binary"
+            );
+        }
+        FuncmapState::Missing => {
+            let _ = writeln!(out, "  no {} section", crate::SECTION_NAME);
+        }
+        _ => out.push_str(&render_table(co, demangle_names)),
+    }
+    for p in co.funcmap.problem_texts() {
+        let _ = writeln!(out, "  problem: {p}");
+    }
+    let _ = writeln!(out, "{}", summary_line(path, co));
+    out.push('\n');
     out
 }
 

@@ -11,7 +11,7 @@ use sqtt_codeobj::report::{
     CheckReport, CodeObjectReport, FileReport, RequirementReport, RequirementResult, SCHEMA_VERSION,
 };
 use sqtt_codeobj::require::Requirement;
-use sqtt_codeobj::table::{heading, render_table, summary_line};
+use sqtt_codeobj::table::render_code_object;
 use sqtt_codeobj::{CodeObject, Error, FuncmapState};
 
 pub const HELP: &str = "\
@@ -165,27 +165,7 @@ pub fn main(args: &[String]) -> i32 {
                         failed = true;
                     }
                     if !o.json {
-                        let _ = writeln!(out, "{}", heading(&fr.path, co));
-                        match &co.funcmap {
-                            FuncmapState::NotLinked => {
-                                let _ = writeln!(
-                                    out,
-                                    "  not yet linked (-fgpu-rdc bitcode): check the linked binary"
-                                );
-                            }
-                            FuncmapState::Missing => {
-                                let _ =
-                                    writeln!(out, "  no {} section", sqtt_codeobj::SECTION_NAME);
-                            }
-                            _ => {
-                                let _ = write!(out, "{}", render_table(co, o.demangle));
-                            }
-                        }
-                        for p in &problems {
-                            let _ = writeln!(out, "  problem: {p}");
-                        }
-                        let _ = writeln!(out, "{}", summary_line(&fr.path, co));
-                        let _ = writeln!(out);
+                        let _ = write!(out, "{}", render_code_object(&fr.path, co, o.demangle));
                     }
                     for p in &problems {
                         errors.push(format!("{} [{}]: {p}", fr.path, co.arch));
