@@ -41,15 +41,20 @@ export SQTT_HIPCC="$HIPCC"
 # Warm both (page cache, the wrapper's include dir).
 "$HIPCC" --offload-arch=gfx90a "$INC" -c k.hip -o plain.o
 SQTT_ENABLED=0 "$DRIVER" --offload-arch=gfx90a -c k.hip -o wrapped.o
-: > plain.t; : > wrapped.t
-plain_run() {
-  t0=$(now); "$HIPCC" --offload-arch=gfx90a "$INC" -c k.hip -o plain.o; t1=$(now)
-  echo $((t1 - t0)) >> plain.t
+: > plain.t; : > wrapped.t; : > plain.cpu; : > wrapped.cpu
+# Wall time (ns) into X.t, and CPU time (user+sys of the whole process tree, ms) into X.cpu.
+TIMEFORMAT='%3U %3S'
+timed() {
+  local name=$1; shift
+  local t0 t1 cpu
+  t0=$(now)
+  cpu=$( { time "$@" >/dev/null 2>&1; } 2>&1 )
+  t1=$(now)
+  echo $((t1 - t0)) >> "$name.t"
+  awk -v c="$cpu" 'BEGIN {split(c, a, " "); printf "%d\n", (a[1] + a[2]) * 1e9}' >> "$name.cpu"
 }
-wrapped_run() {
-  t0=$(now); SQTT_ENABLED=0 "$DRIVER" --offload-arch=gfx90a -c k.hip -o wrapped.o; t1=$(now)
-  echo $((t1 - t0)) >> wrapped.t
-}
+plain_run() { timed plain "$HIPCC" --offload-arch=gfx90a "$INC" -c k.hip -o plain.o; }
+wrapped_run() { SQTT_ENABLED=0 timed wrapped "$DRIVER" --offload-arch=gfx90a -c k.hip -o wrapped.o; }
 # Interleaved, the order alternating (ABBA...) so neither side always runs first.
 for i in $(seq "$RUNS"); do
   if [ $((i % 2)) -eq 1 ]; then plain_run; wrapped_run; else wrapped_run; plain_run; fi
@@ -59,6 +64,10 @@ echo "compile, instrumentation off ($RUNS runs each, interleaved, medians):"
 echo "  plain hipcc            $(ms "$P") ms"
 echo "  sqtt-hipcc (disabled)  $(ms "$W") ms"
 awk -v w="$W" -v p="$P" 'BEGIN {printf "  ratio                  %.3f (target <= 1.03)\n", w/p}'
+PC=$(median < plain.cpu); WC=$(median < wrapped.cpu)
+echo "  CPU time (user+sys, medians; robust against other load on the machine):"
+echo "    plain hipcc $(ms "$PC") ms, sqtt-hipcc $(ms "$WC") ms, ratio $(awk -v w="$WC" -v p="$PC" 'BEGIN {printf "%.3f", w/p}')"
+echo "  load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 # The wrapper's own cost without the compile noise: a do-nothing "hipcc".
 printf '#!/bin/sh\nexit 0\n' > nop-hipcc; chmod +x nop-hipcc
 : > nop.t; : > nopw.t
