@@ -337,6 +337,28 @@ fn plugin_lookup_and_llvm_major_check() {
         .unwrap()
         .flatten()
         .any(|e| e.file_name().to_string_lossy().starts_with("clang-major-")));
+    // No info section: the libLLVM-N.so the plugin needs tells the major.
+    let src = fx.path().join("needs.c");
+    std::fs::write(&src, "int y;\n").unwrap();
+    let needs = fx.path().join("libneeds.so");
+    let st = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&needs)
+        .arg(&src)
+        .args(["-Wl,--no-as-needed", "-L/usr/lib/llvm-15/lib", "-lLLVM-15"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = fx.run(
+        &["-c", "k.hip"],
+        &[
+            ("SQTT_PLUGIN", needs.to_str().unwrap()),
+            ("FAKE_CLANG", "16"),
+            ("HIP_CLANG_PATH", "/y16"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("built for LLVM 15"), "{}", stderr(&o));
     // No info at all.
     let junk = fake_plugin(fx.path(), "nothing here");
     let o = fx.run(&["-c", "k.hip"], &[("SQTT_PLUGIN", junk.to_str().unwrap())]);
