@@ -439,3 +439,37 @@ fn usage_and_input_errors() {
     assert_eq!(o.status.code(), Some(1));
     assert!(err(&o).contains("not an ELF file"));
 }
+
+#[test]
+fn real_inputs_truncated_or_flipped_never_panic() {
+    let f = fx();
+    let mut seed = 0x2545F4914F6CDD1Du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for file in [
+        &f.co90a,
+        &f.bundle,
+        &f.ccob_zstd,
+        &f.ccob_zlib,
+        &f.obj,
+        &f.archive,
+    ] {
+        let d = std::fs::read(file).unwrap();
+        let step = (d.len() / 200).max(1);
+        for n in (0..d.len()).step_by(step) {
+            let _ = sqtt_codeobj::read_bytes(&d[..n], "t");
+        }
+        for _ in 0..150 {
+            let mut x = d.clone();
+            for _ in 0..4 {
+                let i = (next() as usize) % x.len();
+                x[i] ^= (next() as u8) | 1;
+            }
+            let _ = sqtt_codeobj::read_bytes(&x, "t");
+        }
+    }
+}
