@@ -4,6 +4,7 @@
 //! `opt -load-pass-plugin=... -passes=sqtt`. Settings come from the `SQTT_*` variables through
 //! `sqtt-config`, the same parser the driver uses. Non-AMDGPU modules are left untouched.
 
+mod address;
 mod barriers;
 mod compat;
 mod early;
