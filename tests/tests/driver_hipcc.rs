@@ -518,3 +518,81 @@ fn rdc_link_numbers_ids_once_for_all_translation_units() {
         assert_eq!(ids, vec![1, 2]);
     }
 }
+
+#[test]
+fn plugin_made_funcmaps_satisfy_requirements_of_every_kind() {
+    let d = workdir();
+    std::fs::write(
+        d.path().join("k.hip"),
+        r#"
+#include <hip/hip_runtime.h>
+#include "markers.hpp"
+__device__ __attribute__((noinline)) float work(const float *p, int i) {
+  float a = p[i], b = p[i + 1], c = p[i + 2];
+  return a * b + c * a - b / (c + 1.0f);
+}
+__global__ void my_kernel(float *p, int n) {
+  __shared__ float tile[64];
+  int i = threadIdx.x;
+  sqtt_marker_enter("phase");
+  tile[i] = work(p, i);
+  __syncthreads();
+  p[i] = tile[(i + 1) % 64];
+  sqtt_marker_exit("phase");
+  sqtt_marker_point("done");
+}
+int main() { return 0; }
+"#,
+    )
+    .unwrap();
+    let o = wrapper(d.path())
+        .env("SQTT_INSTRUMENT_BARRIERS", "1")
+        .env("SQTT_INSTRUMENT_FUNCTIONS", "1")
+        .env("SQTT_INSTRUMENT_MEMORY", "1:1")
+        .args(["--offload-arch=gfx90a", "-O1", "k.hip", "-o", "app"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    let o = driver(d.path())
+        .args(["--check", "app", "--demangle"])
+        .args([
+            "--require",
+            "kernel:my_kernel",
+            "--require",
+            "function:work",
+        ])
+        .args(["--require", "user:phase", "--require", "point:done"])
+        .args([
+            "--require",
+            "barrier:barrier*",
+            "--require",
+            "memory:vmem_load",
+        ])
+        .args(["--require", "memory:vmem_store", "--require", "any:done"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{text}{}", err(&o));
+    assert!(text.contains("work(float const*, int)"), "{text}");
+    let o = driver(d.path())
+        .args(["--check", "app", "--require", "address:*"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "no address tracing in this build");
+
+    let o = wrapper(d.path())
+        .env("SQTT_TRACE_ADDRESSES", "memory,lds")
+        .args(["--offload-arch=gfx90a", "k.hip", "-o", "traced"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    let o = driver(d.path())
+        .args(["--check", "traced", "--require", "address:addr_trace_load*"])
+        .args(["--require", "address:addr_trace_lds_store*"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{text}{}", err(&o));
+    assert!(text.contains("  wave_size: 64"), "{text}");
+    assert!(text.contains(" wave_size=64 "), "{text}");
+}
