@@ -105,7 +105,7 @@ pub fn find_plugin(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf,
                 dir.join("../lib/sqtt-hipcc").join(PLUGIN_FILE),
             ] {
                 if cand.is_file() {
-                    return Ok(cand);
+                    return Ok(canon(&cand));
                 }
                 tried.push(cand.display().to_string());
             }
@@ -184,12 +184,13 @@ fn hex16(d: &[u8]) -> String {
     d.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-/// Candidate cache directories, best first: `$SQTT_CACHE_DIR`, `$XDG_CACHE_HOME/sqtt-hipcc`,
-/// `~/.cache/sqtt-hipcc`, then one under the temporary directory.
+/// Candidate cache directories, best first: `$SQTT_CACHE_DIR` (alone, when set), else
+/// `$XDG_CACHE_HOME/sqtt-hipcc`, `~/.cache/sqtt-hipcc`, then one under the temporary directory.
 fn cache_candidates(getenv: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
     let mut cands = Vec::new();
     if let Some(d) = getenv("SQTT_CACHE_DIR").filter(|v| !v.is_empty()) {
-        cands.push(PathBuf::from(d));
+        // Named explicitly: that directory only.
+        return vec![PathBuf::from(d)];
     }
     if let Some(d) = getenv("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
         cands.push(PathBuf::from(d).join("sqtt-hipcc"));

@@ -528,3 +528,35 @@ fn rdc_compiles_defer_to_the_device_link_which_loads_the_plugin() {
     assert!(fx.run(&given, &[("SQTT_ENABLED", "0")]).status.success());
     assert_eq!(fx.argv(), s(&given));
 }
+
+#[test]
+fn installed_layout_finds_the_plugin_in_lib() {
+    let fx = Fx::new();
+    let prefix = fx.path().join("prefix");
+    std::fs::create_dir_all(prefix.join("bin")).unwrap();
+    std::fs::create_dir_all(prefix.join("lib/sqtt-hipcc")).unwrap();
+    let exe = prefix.join("bin/sqtt-hipcc");
+    std::fs::copy(sqtt_hipcc(), &exe).unwrap();
+    let so = prefix.join("lib/sqtt-hipcc/libsqtt_plugin.so");
+    std::fs::copy(plugin_path(), &so).unwrap();
+    let _ = std::fs::remove_file(fx.path().join("argv.log"));
+    let mut c = Command::new(&exe);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("SQTT_") {
+            c.env_remove(k);
+        }
+    }
+    let o = c
+        .current_dir(fx.path())
+        .env("SQTT_CACHE_DIR", fx.path().join("cache"))
+        .env("SQTT_HIPCC", fx.path().join("fake-hipcc"))
+        .args(["-c", "k.hip"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let argv = fx.argv();
+    assert!(
+        argv.contains(&format!("-fpass-plugin={}", so.display())),
+        "{argv:?}"
+    );
+}
