@@ -1,0 +1,291 @@
+//! Code objects and their funcmaps, with the lookup tables the decoder needs per record.
+
+use std::path::Path;
+
+use rustc_hash::FxHashMap;
+use sqtt_markers::{Entry, EntryKind, Funcmap};
+
+use crate::error::Error;
+
+/// Reads the funcmap of one code object file (`*_code_object_id_<N>.out`, a bare ELF).
+///
+/// `Ok(None)` when the file holds no `.sqtt_funcmap` section. This is the one place that reads
+/// code objects; it will go through `sqtt-codeobj` once that crate is on main.
+pub fn read_code_object_funcmap(path: &Path) -> Result<Option<Funcmap>, Error> {
+    let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    funcmap_from_elf_bytes(&data).map_err(|reason| match reason {
+        ElfProblem::Parse(source) => Error::Funcmap {
+            path: path.to_path_buf(),
+            source,
+        },
+        ElfProblem::Other(reason) => Error::Malformed {
+            path: path.to_path_buf(),
+            reason,
+        },
+    })
+}
+
+enum ElfProblem {
+    Parse(sqtt_markers::ParseError),
+    Other(String),
+}
+
+fn funcmap_from_elf_bytes(data: &[u8]) -> Result<Option<Funcmap>, ElfProblem> {
+    use object::{Object, ObjectSection};
+    let file = object::File::parse(data)
+        .map_err(|e| ElfProblem::Other(format!("not an ELF code object: {e}")))?;
+    let Some(section) = file.section_by_name(sqtt_markers::funcmap::SECTION_NAME) else {
+        return Ok(None);
+    };
+    let bytes = section
+        .data()
+        .map_err(|e| ElfProblem::Other(format!("unreadable .sqtt_funcmap section: {e}")))?;
+    Funcmap::parse(bytes).map(Some).map_err(ElfProblem::Parse)
+}
+
+/// Address-trace protocol families (spec "Address width by type").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AddrCategory {
+    /// Flat/global: 64-bit addresses, 2 tokens per lane.
+    Memory,
+    /// LDS: 32-bit addresses.
+    Lds,
+    /// Raw buffer: rsrc_lo, rsrc_hi, soffset, then a voffset per lane.
+    Buffer,
+    /// Struct buffer: as raw buffer, then a vindex per lane.
+    StructBuffer,
+    /// ds_permute / ds_bpermute: a byte index per lane.
+    Permute,
+}
+
+impl AddrCategory {
+    pub fn label(self) -> &'static str {
+        match self {
+            AddrCategory::Memory => "memory",
+            AddrCategory::Lds => "lds",
+            AddrCategory::Buffer => "buffer",
+            AddrCategory::StructBuffer => "struct_buffer",
+            AddrCategory::Permute => "ds_permute",
+        }
+    }
+
+    /// Payload records after the header for this category and wave size.
+    pub fn payload_records(self, wave_size: u32) -> u32 {
+        2 + match self {
+            AddrCategory::Memory => 2 * wave_size,
+            AddrCategory::Lds | AddrCategory::Permute => wave_size,
+            AddrCategory::Buffer => 3 + wave_size,
+            AddrCategory::StructBuffer => 3 + 2 * wave_size,
+        }
+    }
+
+    /// The wave size a payload count implies, when it implies one.
+    pub fn wave_size_from_payload(self, n: u32) -> Option<u32> {
+        [32, 64].into_iter().find(|w| self.payload_records(*w) == n)
+    }
+}
+
+/// What a marker name says about an address-trace op: category and access kind.
+pub fn classify_addr_trace(name: &str) -> Option<(AddrCategory, &'static str)> {
+    let rest = name.strip_prefix(sqtt_markers::funcmap::ADDR_TRACE_PREFIX)?;
+    let (cat, op) = if let Some(op) = rest.strip_prefix("struct_buffer_") {
+        (AddrCategory::StructBuffer, op)
+    } else if let Some(op) = rest.strip_prefix("buffer_") {
+        (AddrCategory::Buffer, op)
+    } else if let Some(op) = rest.strip_prefix("lds_") {
+        (AddrCategory::Lds, op)
+    } else if rest == "ds_permute" {
+        return Some((AddrCategory::Permute, "permute"));
+    } else if rest == "ds_bpermute" {
+        return Some((AddrCategory::Permute, "bpermute"));
+    } else {
+        (AddrCategory::Memory, rest)
+    };
+    let op = match op {
+        "load" => "load",
+        "store" => "store",
+        "atomic" => "atomic",
+        _ => return None,
+    };
+    Some((cat, op))
+}
+
+/// How the decoder treats a marker ID of a code object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerClass {
+    /// Not in the funcmap.
+    Unknown,
+    Function,
+    User,
+    Point,
+    /// An `addr_trace_*` point header.
+    Address(AddrCategory),
+    /// An `addr_trace_*` name of no known kind.
+    AddressUnknown,
+}
+
+impl MarkerClass {
+    fn of(e: &Entry) -> MarkerClass {
+        match e.kind {
+            EntryKind::Function => MarkerClass::Function,
+            EntryKind::User => MarkerClass::User,
+            EntryKind::Kernel => MarkerClass::Unknown,
+            EntryKind::Point if e.is_address_trace() => match classify_addr_trace(&e.name) {
+                Some((c, _)) => MarkerClass::Address(c),
+                None => MarkerClass::AddressUnknown,
+            },
+            EntryKind::Point => MarkerClass::Point,
+        }
+    }
+}
+
+const DENSE_LIMIT: u32 = 1 << 20;
+
+/// One code object: its funcmap plus per-ID lookup tables.
+#[derive(Debug, Clone)]
+pub struct CodeObject {
+    pub id: u64,
+    pub funcmap: Funcmap,
+    /// Where the funcmap came from (a file name or `code.json`).
+    pub source: String,
+    /// Wave size: `W:` row, else what the `R:` counts of address ops imply, else the gfxip's.
+    pub wave_size: u32,
+    dense: Vec<(MarkerClass, u32, u32)>,
+    sparse: FxHashMap<u32, (MarkerClass, u32, u32)>,
+}
+
+impl CodeObject {
+    /// Builds the tables. `default_wave_size` is used when the funcmap does not tell.
+    pub fn new(id: u64, funcmap: Funcmap, source: String, default_wave_size: u32) -> CodeObject {
+        let inferred = funcmap.entries.iter().find_map(|e| {
+            let (cat, _) = classify_addr_trace(&e.name).filter(|_| e.is_address_trace())?;
+            cat.wave_size_from_payload(funcmap.payload_count(e.id?))
+        });
+        let wave_size = funcmap.wave_size.or(inferred).unwrap_or(default_wave_size);
+        let mut dense = Vec::new();
+        let mut sparse = FxHashMap::default();
+        for (i, e) in funcmap.entries.iter().enumerate() {
+            let Some(mid) = e.id else { continue };
+            let class = MarkerClass::of(e);
+            let mut n = funcmap.payload_count(mid);
+            if let (MarkerClass::Address(cat), 0) = (class, n) {
+                // No R: row (an older funcmap): the framing of W: and the op kind.
+                n = cat.payload_records(wave_size);
+            }
+            let v = (class, n, i as u32);
+            if mid < DENSE_LIMIT {
+                if dense.len() <= mid as usize {
+                    dense.resize(mid as usize + 1, (MarkerClass::Unknown, 0, u32::MAX));
+                }
+                if dense[mid as usize].2 == u32::MAX {
+                    dense[mid as usize] = v;
+                }
+            } else {
+                sparse.entry(mid).or_insert(v);
+            }
+        }
+        CodeObject {
+            id,
+            funcmap,
+            source,
+            wave_size,
+            dense,
+            sparse,
+        }
+    }
+
+    /// Class, payload count and entry of marker `id`.
+    #[inline]
+    pub fn lookup(&self, id: u32) -> (MarkerClass, u32, Option<&Entry>) {
+        let v = if let Some(v) = self.dense.get(id as usize) {
+            *v
+        } else if id < DENSE_LIMIT {
+            return (MarkerClass::Unknown, 0, None);
+        } else {
+            match self.sparse.get(&id) {
+                Some(v) => *v,
+                None => return (MarkerClass::Unknown, 0, None),
+            }
+        };
+        let entry = self.funcmap.entries.get(v.2 as usize);
+        (v.0, v.1, entry)
+    }
+
+    /// Kernel names of the `K:` rows.
+    pub fn kernel_names(&self) -> impl Iterator<Item = &str> {
+        self.funcmap.kernels().map(|e| e.name.as_str())
+    }
+}
+
+/// Wave size of a gfxip name: wave64 on gfx9 (CDNA), wave32 on gfx10+.
+pub fn default_wave_size(gfxip: Option<&str>) -> u32 {
+    match gfxip {
+        Some(g) => {
+            let digits: String = g
+                .trim_start_matches("gfx")
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect();
+            if digits.starts_with('9') || digits.is_empty() {
+                64
+            } else {
+                32
+            }
+        }
+        None => 64,
+    }
+}
+
+/// Demangles an Itanium C++ name when it is one; other names are returned unchanged.
+pub fn demangle(name: &str) -> String {
+    let base = name.strip_suffix(".kd").unwrap_or(name);
+    match cpp_demangle::Symbol::new(base) {
+        Ok(sym) => sym.demangle().unwrap_or_else(|_| name.to_string()),
+        Err(_) => name.to_string(),
+    }
+}
+
+/// Renders the funcmap table of `sqtt funcmap` (type, ID, extra payload count, name, source).
+pub fn render_table(map: &Funcmap, demangle_names: bool) -> String {
+    let mut out = String::new();
+    if let Some(w) = map.wave_size {
+        out.push_str(&format!("  wave_size: {w}\n"));
+    }
+    if let Some(l) = map.clock_layout {
+        out.push_str(&format!(
+            "  shader_clock_bits: {}  shader_clock_shift: {}\n",
+            l.shader_clock_bits, l.shader_clock_shift
+        ));
+    }
+    out.push_str(&format!(
+        "{:>6} {:>9} {:>9}  {}\n",
+        "Type", "ID", "Extra", "Name"
+    ));
+    out.push_str(&format!(
+        "{:>6} {:>9} {:>9}  {}\n",
+        "----", "---", "-----", "----"
+    ));
+    for e in &map.entries {
+        let id = e.id.map(|i| i.to_string()).unwrap_or_else(|| "-".into());
+        let extra = e.id.map(|i| map.payload_count(i)).unwrap_or(0);
+        let name = if demangle_names {
+            demangle(&e.name)
+        } else {
+            e.name.clone()
+        };
+        let loc = e
+            .source_loc
+            .as_ref()
+            .map(|l| format!("  @ {l}"))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{:>6} {:>9} {:>9}  {}{}\n",
+            e.kind.label(),
+            id,
+            extra,
+            name,
+            loc
+        ));
+    }
+    out
+}
