@@ -15,12 +15,12 @@ use crate::codeobj::MarkerClass;
 use crate::diag::{kind, Diagnostics};
 use crate::engine::{Marker, Names, ScopeKind, ScopeOp, Sink, Wave};
 
-/// The thread ID of a wave instance: `(se << 27) | (cu << 20) | (simd << 16) | (wave << 8) |
-/// instance` when the fields fit in 32 bits (Perfetto reads `tid` as a 32-bit number), else a
-/// number counted down from `u32::MAX`.
+/// The thread ID of a wave instance: `(1 << 31) | (se << 26) | (cu << 20) | (simd << 16) |
+/// (wave << 8) | instance` when the fields fit (Perfetto reads `tid` as a 32-bit number, and
+/// bit 31 keeps it clear of tid 0), else a number counted down from `u32::MAX`.
 pub fn thread_id(se: u32, cu: u32, simd: u32, wave: u32, instance: u32) -> Option<u32> {
-    if se < 32 && cu < 128 && simd < 16 && wave < 256 && instance < 256 {
-        Some((se << 27) | (cu << 20) | (simd << 16) | (wave << 8) | instance)
+    if se < 32 && cu < 64 && simd < 16 && wave < 256 && instance < 256 {
+        Some((1 << 31) | (se << 26) | (cu << 20) | (simd << 16) | (wave << 8) | instance)
     } else {
         None
     }

@@ -137,7 +137,7 @@ pub struct Truth {
 
 /// The Perfetto thread ID of the documented scheme.
 pub fn tid(se: u32, cu: u32, simd: u32, wave: u32, inst: u32) -> u64 {
-    u64::from((se << 27) | (cu << 20) | (simd << 16) | (wave << 8) | inst)
+    u64::from((1 << 31) | (se << 26) | (cu << 20) | (simd << 16) | (wave << 8) | inst)
 }
 
 /// A small deterministic PRNG.
