@@ -132,7 +132,7 @@ pub fn perfetto(
         };
         let path = target_dir.join(format!("{}.perfetto.json", ui.name));
         let f = File::create(&path).map_err(|e| Error::io(&path, e))?;
-        let mut sink = Perfetto::new(BufWriter::with_capacity(1 << 20, f), &ui.name, clock_ghz)
+        let mut sink = Perfetto::new(BufWriter::with_capacity(64 << 10, f), &ui.name, clock_ghz)
             .map_err(|e| Error::io(&path, e))?;
         let st = trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?;
         totals.add(&st);

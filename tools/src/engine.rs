@@ -533,10 +533,13 @@ impl Engine {
                     continue;
                 }
             };
-            let reader = CountingReader {
-                inner: std::io::BufReader::with_capacity(1 << 20, file),
-                progress,
-            };
+            let reader = std::io::BufReader::with_capacity(
+                1 << 20,
+                CountingReader {
+                    inner: file,
+                    progress,
+                },
+            );
             let res = shaderdata::read_from(reader, path, |r| {
                 self.record(se, r, t, names, sink, first, want_addr, &mut local)
             });

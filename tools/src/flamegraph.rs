@@ -12,12 +12,17 @@ use rustc_hash::FxHashMap;
 use crate::diag::{kind, Diagnostics};
 use crate::engine::{Marker, Names, ScopeOp, Sink, Wave};
 
+const FEW: usize = 8;
+
 /// Stack trie with cycle weights.
 #[derive(Debug, Default)]
 pub struct Flamegraph {
     /// (parent, frame) per node; node 0 is the root.
     nodes: Vec<(u32, u32)>,
     weights: Vec<u64>,
+    /// Children of each node, searched linearly while few.
+    kids: Vec<Vec<(u32, u32)>>,
+    /// (parent, frame) -> child, for nodes with many children.
     children: FxHashMap<(u32, u32), u32>,
     slots: Vec<FState>,
     pub unmatched_enter: u64,
@@ -38,18 +43,33 @@ impl Flamegraph {
         Flamegraph {
             nodes: vec![(0, u32::MAX)],
             weights: vec![0],
+            kids: vec![Vec::new()],
             ..Default::default()
         }
     }
 
     fn child(&mut self, parent: u32, frame: u32) -> u32 {
-        if let Some(c) = self.children.get(&(parent, frame)) {
+        let kids = &self.kids[parent as usize];
+        if kids.len() <= FEW {
+            if let Some((_, c)) = kids.iter().find(|(f, _)| *f == frame) {
+                return *c;
+            }
+        } else if let Some(c) = self.children.get(&(parent, frame)) {
             return *c;
         }
         let id = self.nodes.len() as u32;
         self.nodes.push((parent, frame));
         self.weights.push(0);
-        self.children.insert((parent, frame), id);
+        self.kids.push(Vec::new());
+        let kids = &mut self.kids[parent as usize];
+        kids.push((frame, id));
+        if kids.len() == FEW + 1 {
+            for (f, c) in kids.iter() {
+                self.children.insert((parent, *f), *c);
+            }
+        } else if kids.len() > FEW + 1 {
+            self.children.insert((parent, frame), id);
+        }
         id
     }
 

@@ -26,10 +26,12 @@ pub fn thread_id(se: u32, cu: u32, simd: u32, wave: u32, instance: u32) -> Optio
     }
 }
 
+const OUT_BLOCK: usize = 1 << 20;
+
 struct PState {
     pid: u64,
     tid: u32,
-    stack: Vec<(u32, ScopeKind)>,
+    stack: Vec<u32>,
 }
 
 /// The Perfetto writer of one ui directory.
@@ -95,7 +97,7 @@ impl<W: Write> Perfetto<W> {
             unmatched_exit: 0,
             first_unmatched: None,
             err: None,
-            buf: Vec::with_capacity(256),
+            buf: Vec::with_capacity(OUT_BLOCK + 4096),
         })
     }
 
@@ -112,20 +114,26 @@ impl<W: Write> Perfetto<W> {
         e
     }
 
+    /// The separator before the next event.
+    fn sep(&mut self) {
+        self.buf
+            .extend_from_slice(if self.events == 0 { b"\n" } else { b",\n" });
+    }
+
+    /// Ends an event; the buffer goes out in blocks of about 1 MiB.
     fn flush_event(&mut self) {
-        if self.err.is_some() {
-            self.buf.clear();
-            return;
-        }
-        let sep: &[u8] = if self.events == 0 { b"\n" } else { b",\n" };
-        if let Err(e) = self
-            .out
-            .write_all(sep)
-            .and_then(|_| self.out.write_all(&self.buf))
-        {
-            self.err = Some(e);
-        }
         self.events += 1;
+        if self.buf.len() >= OUT_BLOCK {
+            self.write_out();
+        }
+    }
+
+    fn write_out(&mut self) {
+        if self.err.is_none() {
+            if let Err(e) = self.out.write_all(&self.buf) {
+                self.err = Some(e);
+            }
+        }
         self.buf.clear();
     }
 
@@ -139,6 +147,7 @@ impl<W: Write> Perfetto<W> {
         slot: usize,
     ) {
         let (pid, tid) = (self.slots[slot].pid, self.slots[slot].tid);
+        self.sep();
         let mut buf = std::mem::take(&mut self.buf);
         buf.extend_from_slice(b"{\"ph\":\"");
         buf.extend_from_slice(ph.as_bytes());
@@ -163,6 +172,7 @@ impl<W: Write> Perfetto<W> {
     }
 
     fn meta(&mut self, what: &str, pid: u64, tid: u32, name: &str) {
+        self.sep();
         let _ = write!(
             self.buf,
             "{{\"ph\":\"M\",\"name\":\"{what}\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":{}}}}}",
@@ -178,9 +188,10 @@ impl<W: Write> Perfetto<W> {
         }
     }
 
-    fn end_slice(&mut self, names: &Names, slot: usize, t: u64) {
-        if let Some((f, k)) = self.slots[slot].stack.pop() {
-            self.head("E", Some((f, names)), Self::cat(k), t, slot);
+    fn end_slice(&mut self, slot: usize, t: u64) {
+        if self.slots[slot].stack.pop().is_some() {
+            // An E closes the thread's innermost open B; name and category are implied.
+            self.head("E", None, "", t, slot);
             self.buf.push(b'}');
             self.flush_event();
         }
@@ -188,6 +199,7 @@ impl<W: Write> Perfetto<W> {
 
     /// Closes the JSON and returns the writer.
     pub fn finish(mut self) -> io::Result<W> {
+        self.write_out();
         if let Some(e) = self.err.take() {
             return Err(e);
         }
@@ -246,18 +258,15 @@ impl<W: Write> Sink for Perfetto<W> {
             if self.slots[slot].stack.is_empty() {
                 self.unmatched_exit += 1;
             } else {
-                self.end_slice(names, slot, t);
+                self.end_slice(slot, t);
             }
         }
         if matches!(op, ScopeOp::Enter | ScopeOp::ExitEnter) {
             let k = m.scope_kind();
             self.head("B", Some((m.frame, names)), Self::cat(k), t, slot);
-            self.buf.extend_from_slice(b",\"args\":{\"id\":");
-            let mut b = itoa::Buffer::new();
-            self.buf.extend_from_slice(b.format(m.id).as_bytes());
-            self.buf.extend_from_slice(b"}}");
+            self.buf.push(b'}');
             self.flush_event();
-            self.slots[slot].stack.push((m.frame, k));
+            self.slots[slot].stack.push(m.frame);
         }
     }
 
@@ -293,7 +302,7 @@ impl<W: Write> Sink for Perfetto<W> {
         if open > 0 {
             self.unmatched_enter += open;
             if self.first_unmatched.is_none() {
-                let top = self.slots[slot].stack.last().map(|(f, _)| *f).unwrap_or(0);
+                let top = self.slots[slot].stack.last().copied().unwrap_or(0);
                 self.first_unmatched = Some(format!(
                     "{} in se {} cu {} simd {} wave {} #{}",
                     names.get(top),
@@ -306,7 +315,7 @@ impl<W: Write> Sink for Perfetto<W> {
             }
         }
         while !self.slots[slot].stack.is_empty() {
-            self.end_slice(names, slot, end);
+            self.end_slice(slot, end);
         }
     }
 }
