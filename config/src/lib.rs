@@ -38,6 +38,10 @@ pub mod var {
     pub const VERBOSE: &str = "SQTT_VERBOSE";
     /// Driver only: path of the plugin shared object.
     pub const PLUGIN: &str = "SQTT_PLUGIN";
+    /// Set by the driver on `-fgpu-rdc` compile steps: the plugin only places bare markers and
+    /// records its ledger; IDs and the funcmap are made once, at device link time, for all
+    /// translation units together.
+    pub const DEFER_TO_LINK: &str = "SQTT_DEFER_TO_LINK";
 
     /// Every variable that carries an instrumentation setting, in the order `to_env` writes them.
     pub const SETTINGS: &[&str] = &[
@@ -343,14 +347,10 @@ impl Settings {
 
     /// Checks that the settings can be used together.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.trace_addresses.is_on() && self.instrument_memory.is_some() {
+        if let (true, Some(memory)) = (self.trace_addresses.is_on(), self.instrument_memory) {
             return Err(ConfigError::Conflict {
                 first: format!("{}={}", var::TRACE_ADDRESSES, self.trace_addresses),
-                second: format!(
-                    "{}={}",
-                    var::INSTRUMENT_MEMORY,
-                    self.instrument_memory.unwrap()
-                ),
+                second: format!("{}={memory}", var::INSTRUMENT_MEMORY),
                 why: "address tracing already emits a marker for every memory operation; \
                       unset one of them",
             });

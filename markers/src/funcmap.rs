@@ -137,10 +137,16 @@ pub enum ValidationError {
 }
 
 impl Funcmap {
-    /// Parses the section bytes (a trailing NUL and anything after it are ignored).
+    /// Parses the section bytes. A linker that concatenates several translation units' sections
+    /// leaves several NUL-terminated texts: their rows are read as one funcmap, so that
+    /// [`Funcmap::validate`] sees IDs that collide across them.
     pub fn parse(bytes: &[u8]) -> Result<Funcmap, ParseError> {
-        let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
-        let text = String::from_utf8_lossy(&bytes[..end]);
+        let text: String = bytes
+            .split(|b| *b == 0)
+            .filter(|chunk| !chunk.is_empty())
+            .map(|chunk| String::from_utf8_lossy(chunk).into_owned())
+            .collect::<Vec<_>>()
+            .join("\n");
         Funcmap::parse_str(&text)
     }
 

@@ -13,7 +13,7 @@ P:8:barrier";
 
 #[test]
 fn parses_every_row_type() {
-    let m = Funcmap::parse(format!("{SPEC_EXAMPLE}\0garbage").as_bytes()).unwrap();
+    let m = Funcmap::parse(format!("{SPEC_EXAMPLE}\0\0").as_bytes()).unwrap();
     assert_eq!(m.wave_size, Some(64));
     assert_eq!(m.entries.len(), 6);
     let k = &m.entries[0];
@@ -211,4 +211,17 @@ fn decode_with_funcmap_keeps_unregistered_values_legacy() {
     // Without M: everything is legacy.
     let legacy = Funcmap::parse_str("U:5:scope").unwrap();
     assert_eq!(decode_marker_value(ambiguous, &legacy).id, (1 << 18) | 5);
+}
+
+#[test]
+fn concatenated_sections_are_read_together_and_collide() {
+    let m =
+        Funcmap::parse(b"K:_Z2kaPf\nU:1:a_scope\0K:_Z2kbPf\nP:1:b_point\nU:2:b_scope\0").unwrap();
+    assert_eq!(m.kernels().count(), 2);
+    let errs = m.validate();
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(matches!(
+        &errs[0],
+        ValidationError::DuplicateId { id: 1, .. }
+    ));
 }

@@ -1,1 +1,3 @@
-//! Helpers for the end-to-end tests.
+//! Helpers for the end-to-end tests on the real toolchain.
+
+pub mod toolchain;

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what sqtt-hipcc needs to build and test on Debian 12 (bookworm): Debian's hipcc on
+# clang-15, the LLVM 15 development files the plugin builds against, cmake for the CMake example,
+# and clang-16 for the LLVM 16 lane. Idempotent: a second run installs nothing.
+set -euo pipefail
+
+packages=(hipcc llvm-15-dev clang-15 lld-15 cmake clang-16 llvm-16-dev clang-tools-16 lld-16)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "ci/setup.sh: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+command -v cargo >/dev/null || { echo "ci/setup.sh: cargo is not installed (rustup)" >&2; exit 1; }

@@ -1,0 +1,47 @@
+//! Writes the module's `.sqtt_funcmap` section (through the one writer in sqtt-markers).
+
+use sqtt_markers::funcmap::{Entry, EntryKind, SECTION_NAME};
+
+use crate::ledger::FinalIds;
+use crate::llvm::{self, Module, Value};
+
+/// Name of the global holding the section.
+const GLOBAL_NAME: &str = "__sqtt_funcmap";
+
+/// AMDGPU constant address space.
+const CONSTANT_ADDRSPACE: u32 = 4;
+
+pub fn already_instrumented(m: Module) -> bool {
+    m.global(GLOBAL_NAME).is_some()
+}
+
+/// `file:line` of a function's definition, when it has debug info.
+pub fn definition_site(f: Value) -> Option<String> {
+    let sp = f.subprogram()?;
+    let file = llvm::di_file_name(sp, false);
+    let base = file.rsplit('/').next().unwrap_or(&file).to_string();
+    Some(format!("{base}:{}", llvm::subprogram_line(sp)))
+}
+
+pub fn kernel_entries(m: Module) -> Vec<Entry> {
+    m.functions()
+        .into_iter()
+        .filter(|f| f.is_kernel() && !f.is_declaration())
+        .map(|f| Entry {
+            kind: EntryKind::Kernel,
+            id: None,
+            name: f.name(),
+            source_loc: definition_site(f),
+        })
+        .collect()
+}
+
+pub fn emit(m: Module, ledger: &FinalIds) {
+    let map = ledger.funcmap(kernel_entries(m));
+    m.add_section_bytes(
+        GLOBAL_NAME,
+        SECTION_NAME,
+        &map.to_bytes(),
+        CONSTANT_ADDRSPACE,
+    );
+}

@@ -1,0 +1,207 @@
+//! The late phase (after all IR optimisation; at -O0 after the early step).
+//!
+//! 1. reads the early ledger; applies the function threshold to the post-optimisation size (or
+//!    the stored pre-optimisation size of functions inlined away) and removes the markers of
+//!    functions below it, inlined copies included;
+//! 2. compacts the surviving early IDs by emission count (ties by original order), so the most
+//!    frequent ones fit `s_ttracedata_imm`; then allocates barrier, memory and late named IDs
+//!    from the same counter;
+//! 3. places every marker (scope check, boundaries) and writes the funcmap.
+
+use std::collections::HashMap;
+
+use sqtt_config::Settings;
+use sqtt_markers::encoding::{self, EXIT_VALUE};
+
+use crate::barriers::{self, BarrierIds};
+use crate::early;
+use crate::emit::{Emitter, Record};
+use crate::funcmap_emit;
+use crate::ledger::{self, EarlyKind, FinalIds, Role};
+use crate::llvm::{Module, Value};
+use crate::memory::{self, MemoryIds};
+use crate::named::{self, place_marker, target_of};
+use crate::numeric;
+use crate::scope::ScopeChecks;
+use crate::size::{above, function_size};
+
+/// A marker to place before an instruction.
+pub struct Placement {
+    pub function: Value,
+    pub at: Value,
+    pub records: Vec<Record>,
+}
+
+impl Placement {
+    pub fn new(function: Value, at: Value, records: Vec<Record>) -> Placement {
+        Placement {
+            function,
+            at,
+            records,
+        }
+    }
+}
+
+/// Identity of an early entry across translation units: functions and named markers of the
+/// same name are one marker.
+type Identity = (EarlyKind, String);
+
+struct EarlyMarker {
+    function: Value,
+    inst: Value,
+    key: u64,
+    role: Role,
+}
+
+fn early_markers(m: Module) -> Vec<EarlyMarker> {
+    let mut out = Vec::new();
+    for f in m.functions() {
+        for bb in f.blocks() {
+            for inst in bb.instructions() {
+                if let Some((key, role)) = ledger::read_tag(m, inst) {
+                    out.push(EarlyMarker {
+                        function: f,
+                        inst,
+                        key,
+                        role,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
+    if !ledger::has_early_ledger(m) {
+        early::run(m, settings);
+    }
+    let entries = ledger::read_early(m);
+    m.erase_named_md(ledger::EARLY_LEDGER_MD);
+    let mut markers = early_markers(m);
+
+    // 1. The threshold, module-wide.
+    let threshold = settings.instrument_functions;
+    let mut below: Vec<u64> = Vec::new();
+    for e in entries.iter().filter(|e| e.kind == EarlyKind::Function) {
+        let size = match m.function(&e.name).filter(|f| !f.is_declaration()) {
+            Some(f) => function_size(f, threshold, &|i| crate::is_sqtt_instruction(m, i)),
+            None => e.pre_size,
+        };
+        if !above(size, threshold) {
+            below.push(e.key);
+        }
+    }
+    markers.retain(|mk| {
+        let drop = below.contains(&mk.key);
+        if drop {
+            mk.inst.erase();
+        }
+        !drop
+    });
+
+    // 2. Compaction by emission count.
+    let by_key: HashMap<u64, &ledger::EarlyEntry> = entries.iter().map(|e| (e.key, e)).collect();
+    let identity =
+        |key: u64| -> Option<Identity> { by_key.get(&key).map(|e| (e.kind, e.name.clone())) };
+    let mut counts: HashMap<Identity, (usize, u64)> = HashMap::new();
+    for e in &entries {
+        if e.kind != EarlyKind::Function || !below.contains(&e.key) {
+            let slot = counts.entry((e.kind, e.name.clone())).or_insert((0, e.key));
+            slot.1 = slot.1.min(e.key);
+        }
+    }
+    for mk in &markers {
+        if mk.role.emits_id() {
+            if let Some(slot) = identity(mk.key).and_then(|id| counts.get_mut(&id)) {
+                slot.0 += 1;
+            }
+        }
+    }
+    let mut order: Vec<(Identity, usize, u64)> = counts
+        .into_iter()
+        .filter(|((kind, _), (count, _))| *kind != EarlyKind::Function || *count > 0)
+        .map(|(id, (count, first))| (id, count, first))
+        .collect();
+    order.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
+    let mut ids = FinalIds::new();
+    let mut final_id: HashMap<Identity, u32> = HashMap::new();
+    for ((kind, name), _, first) in &order {
+        let id = match kind {
+            EarlyKind::Function => {
+                let loc = by_key.get(first).and_then(|e| e.source_loc.clone());
+                ids.function(name, loc)
+            }
+            EarlyKind::Scope => ids.named(ledger::NamedKind::Scope, name),
+            EarlyKind::Point => ids.named(ledger::NamedKind::Point, name),
+            EarlyKind::Data => ids.named(ledger::NamedKind::Data, name),
+        };
+        final_id.insert((*kind, name.clone()), id);
+    }
+
+    // System IDs follow.
+    let barrier_ids = settings.instrument_barriers.then(|| BarrierIds {
+        signal: ids.system_point("barrier_signal", None, 0),
+        wait: ids.system_point("barrier_wait", None, 0),
+        barrier: ids.system_point("barrier", None, 0),
+    });
+    let memory_ids = settings.instrument_memory.map(|_| MemoryIds {
+        load: ids.system_point("vmem_load", None, 0),
+        store: ids.system_point("vmem_store", None, 0),
+    });
+
+    // 3. Where every marker goes, decided on the code as it is now, before any is placed.
+    let mut placements: Vec<Placement> = Vec::new();
+    for mk in &markers {
+        let Some(id) = identity(mk.key).and_then(|i| final_id.get(&i).copied()) else {
+            continue;
+        };
+        let value = match mk.role {
+            Role::Enter => encoding::enter(id),
+            Role::Exit => EXIT_VALUE,
+            Role::ExitEnter => encoding::exit_enter(id),
+            Role::Point => encoding::point(id),
+        };
+        let mut records = vec![Record::Const(value)];
+        if mk.inst.num_args() > 0 {
+            // A data marker: its payload follows the header.
+            records.push(Record::Dynamic(mk.inst.arg(0)));
+        }
+        placements.push(Placement::new(mk.function, mk.inst, records));
+    }
+    for f in m.functions() {
+        if f.is_declaration() {
+            continue;
+        }
+        if let Some(b) = barrier_ids {
+            barriers::placements(f, b, &mut placements);
+        }
+        if let (Some(cfg), Some(mids)) = (settings.instrument_memory, memory_ids) {
+            if !early::is_library_function(f) {
+                memory::placements(m, f, cfg, mids, &mut placements);
+            }
+        }
+    }
+
+    let emitter = Emitter::new(m, settings);
+    let mut scopes = ScopeChecks::new(settings.scope);
+    for p in &placements {
+        let target = target_of(p.function)?;
+        place_marker(
+            m,
+            &emitter,
+            &mut scopes,
+            p.function,
+            &target,
+            p.at,
+            &p.records,
+        );
+    }
+    for mk in &markers {
+        mk.inst.erase();
+    }
+    numeric::wrap_numeric_markers(m, &emitter, &mut scopes)?;
+    named::resolve(m, &emitter, &mut ids, &mut scopes)?;
+    funcmap_emit::emit(m, &ids);
+    Ok(())
+}

@@ -1,0 +1,309 @@
+//! Marker IDs.
+//!
+//! The early phase records what it instrumented in module metadata (`!sqtt.markers.early`) and
+//! tags each bare marker it places with `!sqtt.m !{key, role}`; keys carry a per-translation-unit
+//! prefix so that modules linked together (`-fgpu-rdc`) never mix them up. The late phase reads
+//! the ledger back, applies the function threshold, compacts the surviving IDs by emission count
+//! (ties by original order) and allocates every later ID from the same counter ([`FinalIds`]).
+
+use std::collections::HashMap;
+
+use sqtt_markers::funcmap::{Entry, EntryKind, Funcmap};
+
+use crate::llvm::{MdItem, Module, Value};
+
+/// Module metadata holding the early ledger.
+pub const EARLY_LEDGER_MD: &str = "sqtt.markers.early";
+/// Instruction metadata tagging a bare early marker: `!{i64 key, i64 role}`.
+pub const MARKER_TAG_MD: &str = "sqtt.m";
+
+/// What an early ledger entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EarlyKind {
+    Function,
+    Scope,
+    Point,
+    /// A point followed by one payload record.
+    Data,
+}
+
+impl EarlyKind {
+    fn code(self) -> &'static str {
+        match self {
+            EarlyKind::Function => "F",
+            EarlyKind::Scope => "U",
+            EarlyKind::Point => "P",
+            EarlyKind::Data => "D",
+        }
+    }
+    fn from_code(s: &str) -> Option<EarlyKind> {
+        Some(match s {
+            "F" => EarlyKind::Function,
+            "U" => EarlyKind::Scope,
+            "P" => EarlyKind::Point,
+            "D" => EarlyKind::Data,
+            _ => return None,
+        })
+    }
+}
+
+/// What a bare early marker does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Enter = 0,
+    Exit = 1,
+    ExitEnter = 2,
+    Point = 3,
+}
+
+impl Role {
+    fn from_code(v: u64) -> Option<Role> {
+        Some(match v {
+            0 => Role::Enter,
+            1 => Role::Exit,
+            2 => Role::ExitEnter,
+            3 => Role::Point,
+            _ => return None,
+        })
+    }
+
+    /// Whether the marker's value carries its ID (exits do not).
+    pub fn emits_id(self) -> bool {
+        !matches!(self, Role::Exit)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EarlyEntry {
+    pub key: u64,
+    pub kind: EarlyKind,
+    pub name: String,
+    pub source_loc: Option<String>,
+    /// Size before optimisation (functions).
+    pub pre_size: u64,
+}
+
+/// The early phase's ledger, written into the module.
+pub struct EarlyLedger {
+    tu: u64,
+    next_local: u64,
+    by_name: HashMap<(EarlyKind, String), u64>,
+    entries: Vec<EarlyEntry>,
+    tag_kind: u32,
+}
+
+/// A stable 32-bit hash of a module identifier (FNV-1a), the key prefix of its markers.
+fn tu_hash(s: &str) -> u64 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in s.bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    u64::from(h)
+}
+
+impl EarlyLedger {
+    pub fn new(m: Module) -> EarlyLedger {
+        EarlyLedger {
+            tu: tu_hash(&m.identifier()),
+            next_local: 1,
+            by_name: HashMap::new(),
+            entries: Vec::new(),
+            tag_kind: m.md_kind(MARKER_TAG_MD),
+        }
+    }
+
+    fn add(
+        &mut self,
+        kind: EarlyKind,
+        name: &str,
+        source_loc: Option<String>,
+        pre_size: u64,
+    ) -> u64 {
+        let key = (self.tu << 32) | self.next_local;
+        self.next_local += 1;
+        self.entries.push(EarlyEntry {
+            key,
+            kind,
+            name: name.to_string(),
+            source_loc,
+            pre_size,
+        });
+        key
+    }
+
+    /// A named user scope or point (deduplicated per kind).
+    pub fn named(&mut self, kind: EarlyKind, name: &str) -> u64 {
+        if let Some(k) = self.by_name.get(&(kind, name.to_string())) {
+            return *k;
+        }
+        let key = self.add(kind, name, None, 0);
+        self.by_name.insert((kind, name.to_string()), key);
+        key
+    }
+
+    pub fn function(&mut self, name: &str, source_loc: Option<String>, pre_size: u64) -> u64 {
+        self.add(EarlyKind::Function, name, source_loc, pre_size)
+    }
+
+    pub fn tag(&self, m: Module, inst: Value, key: u64, role: Role) {
+        inst.set_metadata(
+            self.tag_kind,
+            m.md_node(&[MdItem::Int(key), MdItem::Int(role as u64)]),
+        );
+    }
+
+    pub fn write(&self, m: Module) {
+        for e in &self.entries {
+            m.add_named_md(
+                EARLY_LEDGER_MD,
+                m.md_node(&[
+                    MdItem::Int(e.key),
+                    MdItem::Str(e.kind.code().into()),
+                    MdItem::Str(e.name.clone()),
+                    MdItem::Str(e.source_loc.clone().unwrap_or_default()),
+                    MdItem::Int(e.pre_size),
+                ]),
+            );
+        }
+        if self.entries.is_empty() {
+            // An empty ledger still says "the early phase ran".
+            m.add_named_md(EARLY_LEDGER_MD, m.md_node(&[]));
+        }
+    }
+}
+
+/// Whether the early phase ran on (or was linked into) this module.
+pub fn has_early_ledger(m: Module) -> bool {
+    !m.named_md(EARLY_LEDGER_MD).is_empty()
+}
+
+/// The early ledger entries of a module (all linked translation units).
+pub fn read_early(m: Module) -> Vec<EarlyEntry> {
+    let mut out: Vec<EarlyEntry> = Vec::new();
+    for node in m.named_md(EARLY_LEDGER_MD) {
+        let [MdItem::Int(key), MdItem::Str(kind), MdItem::Str(name), MdItem::Str(loc), MdItem::Int(pre_size)] =
+            node.as_slice()
+        else {
+            continue;
+        };
+        let Some(kind) = EarlyKind::from_code(kind) else {
+            continue;
+        };
+        if out.iter().any(|e| e.key == *key) {
+            continue;
+        }
+        out.push(EarlyEntry {
+            key: *key,
+            kind,
+            name: name.clone(),
+            source_loc: (!loc.is_empty()).then(|| loc.clone()),
+            pre_size: *pre_size,
+        });
+    }
+    out
+}
+
+/// The tag of a bare early marker.
+pub fn read_tag(m: Module, inst: Value) -> Option<(u64, Role)> {
+    let items = inst.metadata_items(m.md_kind(MARKER_TAG_MD))?;
+    match items.as_slice() {
+        [MdItem::Int(key), MdItem::Int(role)] => Some((*key, Role::from_code(*role)?)),
+        _ => None,
+    }
+}
+
+/// Which named-marker namespace a late-resolved name lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NamedKind {
+    /// enter / exit
+    Scope,
+    Point,
+    /// point + payload
+    Data,
+}
+
+/// Final marker IDs, from one counter starting at 1, and the funcmap rows they make.
+pub struct FinalIds {
+    next_id: u32,
+    named: HashMap<(NamedKind, String), u32>,
+    entries: Vec<Entry>,
+    payloads: Vec<(u32, u32)>,
+    pub wave_size: Option<u32>,
+}
+
+impl Default for FinalIds {
+    fn default() -> Self {
+        FinalIds::new()
+    }
+}
+
+impl FinalIds {
+    pub fn new() -> FinalIds {
+        FinalIds {
+            next_id: 1,
+            named: HashMap::new(),
+            entries: Vec::new(),
+            payloads: Vec::new(),
+            wave_size: None,
+        }
+    }
+
+    fn push(&mut self, kind: EntryKind, name: &str, source_loc: Option<String>) -> u32 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.entries.push(Entry {
+            kind,
+            id: Some(id),
+            name: name.to_string(),
+            source_loc,
+        });
+        id
+    }
+
+    /// An instrumented function.
+    pub fn function(&mut self, name: &str, source_loc: Option<String>) -> u32 {
+        self.push(EntryKind::Function, name, source_loc)
+    }
+
+    /// A point marker the pass itself defines (barriers, memory, address traces).
+    pub fn system_point(&mut self, name: &str, source_loc: Option<String>, payload: u32) -> u32 {
+        let id = self.push(EntryKind::Point, name, source_loc);
+        if payload > 0 {
+            self.payloads.push((id, payload));
+        }
+        id
+    }
+
+    /// A named marker, deduplicated per kind.
+    pub fn named(&mut self, kind: NamedKind, name: &str) -> u32 {
+        if let Some(id) = self.named.get(&(kind, name.to_string())) {
+            return *id;
+        }
+        let entry_kind = match kind {
+            NamedKind::Scope => EntryKind::User,
+            NamedKind::Point | NamedKind::Data => EntryKind::Point,
+        };
+        let id = self.push(entry_kind, name, None);
+        self.named.insert((kind, name.to_string()), id);
+        if kind == NamedKind::Data {
+            self.payloads.push((id, 1));
+        }
+        id
+    }
+
+    /// The funcmap of the module: kernels first, then markers in ID order, then `R:` rows.
+    pub fn funcmap(&self, kernels: Vec<Entry>) -> Funcmap {
+        let mut entries = kernels;
+        let mut markers = self.entries.clone();
+        markers.sort_by_key(|e| e.id);
+        entries.extend(markers);
+        Funcmap {
+            entries,
+            wave_size: self.wave_size,
+            payloads: self.payloads.clone(),
+            clock_layout: None,
+            malformed_layout: None,
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! Memory operation markers (`SQTT_INSTRUMENT_MEMORY=N:M`): global, flat and buffer loads and
+//! stores (atomics count as stores), never LDS or scratch. Operations of one kind form groups of
+//! up to N with gaps of at most M instructions; a load/store change always ends a group. Each
+//! group gets one `vmem_load` / `vmem_store` point marker before its first operation.
+
+use sqtt_config::MemoryGrouping;
+use sqtt_markers::encoding;
+
+use crate::emit::Record;
+use crate::late::Placement;
+use crate::llvm::{Module, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemKind {
+    Load,
+    Store,
+}
+
+#[derive(Clone, Copy)]
+pub struct MemoryIds {
+    pub load: u32,
+    pub store: u32,
+}
+
+fn is_vmem_space(ptr: Value) -> bool {
+    matches!(ptr.pointer_address_space(), Some(0) | Some(1))
+}
+
+/// The kind of a vector memory operation, if `i` is one.
+pub fn classify(i: Value) -> Option<MemKind> {
+    if i.is_load() {
+        return is_vmem_space(i.operand(0)).then_some(MemKind::Load);
+    }
+    if i.is_store() {
+        return is_vmem_space(i.operand(1)).then_some(MemKind::Store);
+    }
+    if i.is_atomic_rmw() || i.is_cmpxchg() {
+        return is_vmem_space(i.operand(0)).then_some(MemKind::Store);
+    }
+    let name = i.called_function()?.name();
+    let rest = name.strip_prefix("llvm.amdgcn.")?;
+    let buffer = [
+        "raw.buffer.",
+        "struct.buffer.",
+        "raw.ptr.buffer.",
+        "struct.ptr.buffer.",
+        "raw.tbuffer.",
+        "struct.tbuffer.",
+        "raw.ptr.tbuffer.",
+        "struct.ptr.tbuffer.",
+        "buffer.",
+    ]
+    .iter()
+    .find_map(|p| rest.strip_prefix(p));
+    if let Some(op) = buffer {
+        if op.starts_with("load") {
+            return Some(MemKind::Load);
+        }
+        if op.starts_with("store") || op.starts_with("atomic") {
+            return Some(MemKind::Store);
+        }
+        return None;
+    }
+    if rest.starts_with("global.atomic.") || rest.starts_with("flat.atomic.") {
+        return Some(MemKind::Store);
+    }
+    if rest.starts_with("global.load.") {
+        return Some(MemKind::Load);
+    }
+    None
+}
+
+struct Group {
+    kind: MemKind,
+    first: Value,
+    count: u32,
+    last_index: usize,
+}
+
+pub fn placements(
+    m: Module,
+    f: Value,
+    cfg: MemoryGrouping,
+    ids: MemoryIds,
+    out: &mut Vec<Placement>,
+) {
+    let marker = |kind: MemKind| {
+        let id = match kind {
+            MemKind::Load => ids.load,
+            MemKind::Store => ids.store,
+        };
+        vec![Record::Const(encoding::point(id))]
+    };
+    for bb in f.blocks() {
+        let mut group: Option<Group> = None;
+        let mut index = 0usize;
+        for i in bb.instructions() {
+            // Debug intrinsics and the pass's own markers do not count toward gaps.
+            if crate::is_sqtt_instruction(m, i)
+                || i.called_function()
+                    .is_some_and(|c| c.name().starts_with("llvm.dbg."))
+            {
+                continue;
+            }
+            index += 1;
+            let Some(kind) = classify(i) else { continue };
+            let joins = group.as_ref().is_some_and(|g| {
+                g.kind == kind && index - g.last_index - 1 <= cfg.max_gap as usize
+            });
+            if joins {
+                let g = group.as_mut().expect("group");
+                g.count += 1;
+                g.last_index = index;
+            } else {
+                if let Some(g) = group.take() {
+                    out.push(Placement::new(f, g.first, marker(g.kind)));
+                }
+                group = Some(Group {
+                    kind,
+                    first: i,
+                    count: 1,
+                    last_index: index,
+                });
+            }
+            if group
+                .as_ref()
+                .is_some_and(|g| g.count == cfg.ops_per_marker)
+            {
+                let g = group.take().expect("group");
+                out.push(Placement::new(f, g.first, marker(g.kind)));
+            }
+        }
+        if let Some(g) = group.take() {
+            out.push(Placement::new(f, g.first, marker(g.kind)));
+        }
+    }
+}

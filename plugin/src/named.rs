@@ -1,0 +1,353 @@
+//! Named markers: calls of the `__sqtt_named_marker_*` sentinels become marker sequences.
+//!
+//! IDs come from the ledger (from 1, deduplicated per kind); an exit directly followed by an
+//! enter in the same block becomes one fused `(id << 2) | 3` record.
+
+use sqtt_markers::encoding::{self, EXIT_VALUE};
+use sqtt_markers::funcmap::name_problem;
+use sqtt_markers::sentinel;
+
+use crate::emit::{Emitter, Record};
+use crate::ledger::{FinalIds, NamedKind};
+use crate::llvm::{Module, Value};
+use crate::scope::{guard_before, ScopeChecks};
+use crate::target::Target;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sentinel {
+    Enter,
+    Exit,
+    Point,
+    Data,
+}
+
+impl Sentinel {
+    pub fn of(name: &str) -> Option<Sentinel> {
+        Some(match name {
+            sentinel::ENTER => Sentinel::Enter,
+            sentinel::EXIT => Sentinel::Exit,
+            sentinel::POINT => Sentinel::Point,
+            sentinel::DATA => Sentinel::Data,
+            _ => return None,
+        })
+    }
+
+    fn user_api(self) -> &'static str {
+        match self {
+            Sentinel::Enter => "sqtt_marker_enter",
+            Sentinel::Exit => "sqtt_marker_exit",
+            Sentinel::Point => "sqtt_marker_point",
+            Sentinel::Data => "sqtt_marker_data",
+        }
+    }
+}
+
+pub struct Call {
+    pub inst: Value,
+    pub kind: Sentinel,
+    pub name: String,
+}
+
+/// Resolves the name argument of a sentinel call: a constant string, directly or through the
+/// alloca a not-optimised always-inline wrapper stores it in.
+pub fn resolve_name(arg: Value) -> Option<String> {
+    let mut v = arg.strip_pointer_casts();
+    for _ in 0..4 {
+        if let Some(s) = v.global_c_string() {
+            return Some(s);
+        }
+        if !v.is_load() {
+            return None;
+        }
+        let slot = v.operand(0).strip_pointer_casts();
+        if !slot.is_alloca() {
+            return None;
+        }
+        // The last store into the slot before the load, in the same block.
+        let mut cur = v.prev();
+        let mut found = None;
+        while let Some(i) = cur {
+            if i.is_store() && i.operand(1).strip_pointer_casts() == slot {
+                found = Some(i.operand(0));
+                break;
+            }
+            cur = i.prev();
+        }
+        v = found?.strip_pointer_casts();
+    }
+    None
+}
+
+/// Instructions that may stand between an exit and an enter that are still "adjacent": debug
+/// intrinsics, and side-effect-free work or stores into allocas (what an unoptimised wrapper
+/// does to pass the name).
+fn is_transparent(i: Value) -> bool {
+    if let Some(f) = i.called_function() {
+        let n = f.name();
+        return n.starts_with("llvm.dbg.") || n.starts_with("llvm.lifetime.");
+    }
+    if i.is_store() {
+        return i.operand(1).strip_pointer_casts().is_alloca();
+    }
+    !i.may_have_side_effects()
+}
+
+/// [`is_transparent`] for the other instrumentation modules.
+pub fn is_transparent_pub(i: Value) -> bool {
+    is_transparent(i)
+}
+
+/// The next instruction after `i` that is not transparent.
+pub fn next_real_instruction(i: Value) -> Option<Value> {
+    let mut cur = i.next();
+    while let Some(n) = cur {
+        if !is_transparent(n) || n.is_call() && !is_debug_call(n) {
+            return Some(n);
+        }
+        cur = n.next();
+    }
+    None
+}
+
+fn is_debug_call(i: Value) -> bool {
+    i.called_function()
+        .map(|f| f.name().starts_with("llvm.dbg."))
+        .unwrap_or(false)
+}
+
+/// A workgroup synchronisation: `s_barrier` and friends, or a workgroup-or-wider fence.
+pub fn is_workgroup_sync(i: Value) -> bool {
+    if is_barrier_intrinsic(i).is_some() {
+        return true;
+    }
+    if i.is_fence() {
+        return i.is_workgroup_fence();
+    }
+    false
+}
+
+/// The barrier intrinsics the pass knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BarrierOp {
+    /// `s_barrier` (`__syncthreads`).
+    Full,
+    /// `s_barrier_signal` (gfx12).
+    Signal,
+    /// `s_barrier_wait` (gfx12).
+    Wait,
+}
+
+pub fn is_barrier_intrinsic(i: Value) -> Option<BarrierOp> {
+    let n = i.called_function()?.name();
+    if n == "llvm.amdgcn.s.barrier" {
+        Some(BarrierOp::Full)
+    } else if n.starts_with("llvm.amdgcn.s.barrier.signal") {
+        Some(BarrierOp::Signal)
+    } else if n.starts_with("llvm.amdgcn.s.barrier.wait") {
+        Some(BarrierOp::Wait)
+    } else {
+        None
+    }
+}
+
+pub fn collect(m: Module, f: Value) -> Result<Vec<Vec<Call>>, String> {
+    let mut blocks = Vec::new();
+    for bb in f.blocks() {
+        let mut calls = Vec::new();
+        for inst in bb.instructions() {
+            let Some(callee) = inst.called_function() else {
+                continue;
+            };
+            let Some(kind) = Sentinel::of(&callee.name()) else {
+                continue;
+            };
+            let name = resolve_name(inst.arg(0)).ok_or_else(|| {
+                format!(
+                    "sqtt: {}() in {} needs a string literal as its name: the name must be \
+                     known at compile time",
+                    kind.user_api(),
+                    f.name()
+                )
+            })?;
+            if let Some(problem) = name_problem(&name) {
+                return Err(format!(
+                    "sqtt: {}({name:?}) in {}: {problem}",
+                    kind.user_api(),
+                    f.name()
+                ));
+            }
+            calls.push(Call { inst, kind, name });
+        }
+        let _ = m;
+        if !calls.is_empty() {
+            blocks.push(calls);
+        }
+    }
+    Ok(blocks)
+}
+
+/// Whether only transparent instructions lie between two instructions of one block.
+pub fn adjacent(first: Value, second: Value) -> bool {
+    let mut cur = first.next();
+    while let Some(i) = cur {
+        if i == second {
+            return true;
+        }
+        if !is_transparent(i) {
+            return false;
+        }
+        cur = i.next();
+    }
+    false
+}
+
+/// Replaces every sentinel call of the module. Returns an error message for the user.
+pub fn resolve(
+    m: Module,
+    emitter: &Emitter,
+    ledger: &mut FinalIds,
+    scopes: &mut ScopeChecks,
+) -> Result<(), String> {
+    for f in m.functions() {
+        if f.is_declaration() {
+            continue;
+        }
+        let blocks = collect(m, f)?;
+        if blocks.is_empty() {
+            continue;
+        }
+        let target = target_of(f)?;
+        for calls in blocks {
+            let mut i = 0;
+            while i < calls.len() {
+                let c = &calls[i];
+                let fused = c.kind == Sentinel::Exit
+                    && calls
+                        .get(i + 1)
+                        .is_some_and(|n| n.kind == Sentinel::Enter && adjacent(c.inst, n.inst));
+                let (records, at, erase): (Vec<Record>, Value, Vec<Value>) = if fused {
+                    let next = &calls[i + 1];
+                    ledger.named(NamedKind::Scope, &c.name);
+                    let id = ledger.named(NamedKind::Scope, &next.name);
+                    i += 2;
+                    (
+                        vec![Record::Const(encoding::exit_enter(id))],
+                        next.inst,
+                        vec![c.inst, next.inst],
+                    )
+                } else {
+                    i += 1;
+                    let rec = match c.kind {
+                        Sentinel::Enter => {
+                            vec![Record::Const(encoding::enter(
+                                ledger.named(NamedKind::Scope, &c.name),
+                            ))]
+                        }
+                        Sentinel::Exit => {
+                            ledger.named(NamedKind::Scope, &c.name);
+                            vec![Record::Const(EXIT_VALUE)]
+                        }
+                        Sentinel::Point => vec![Record::Const(encoding::point(
+                            ledger.named(NamedKind::Point, &c.name),
+                        ))],
+                        Sentinel::Data => {
+                            if emitter.settings.clock_packing() {
+                                return Err(format!(
+                                    "sqtt: sqtt_marker_data({:?}) in {} carries a payload \
+                                     record, which SQTT_SHADER_CLOCK_BITS={} (clock packing) \
+                                     does not allow; set SQTT_SHADER_CLOCK_BITS=0 or use \
+                                     sqtt_marker_point",
+                                    c.name,
+                                    f.name(),
+                                    emitter.settings.shader_clock_bits
+                                ));
+                            }
+                            let id = ledger.named(NamedKind::Data, &c.name);
+                            vec![
+                                Record::Const(encoding::point(id)),
+                                Record::Dynamic(c.inst.arg(1)),
+                            ]
+                        }
+                    };
+                    (rec, c.inst, vec![c.inst])
+                };
+                place_marker(m, emitter, scopes, f, &target, at, &records);
+                for e in erase {
+                    e.erase();
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Emits a marker before `at`, behind the function's scope check when filtering is on. A marker
+/// right before a workgroup sync gets one sched_barrier at the head of the skip block so that the
+/// sync stays the first instruction after it.
+pub fn place_marker(
+    m: Module,
+    emitter: &Emitter,
+    scopes: &mut ScopeChecks,
+    f: Value,
+    target: &Target,
+    at: Value,
+    records: &[Record],
+) {
+    let loc = at.debug_loc();
+    match scopes.in_scope(m, f, target) {
+        Some(in_scope) => {
+            let sync_follows = next_real_instruction(at).is_some_and(is_workgroup_sync);
+            let (b, skip_head) = guard_before(m, at, in_scope);
+            b.set_debug_loc(loc);
+            emitter.marker(&b, target, records, true);
+            if sync_follows {
+                let pin = m.builder();
+                pin.position_before(skip_head);
+                pin.set_debug_loc(loc);
+                emitter.sched_barrier(&pin);
+            }
+        }
+        None => {
+            let b = m.builder();
+            b.position_before(at);
+            b.set_debug_loc(loc);
+            emitter.marker(&b, target, records, false);
+        }
+    }
+}
+
+/// The target of a function from its `target-cpu` attribute; functions without one (linked in
+/// from the device libraries) take the module's.
+pub fn target_of(f: Value) -> Result<Target, String> {
+    let cpu = f
+        .string_attribute("target-cpu")
+        .or_else(|| module_target_cpu(f))
+        .unwrap_or_default();
+    let features = f
+        .string_attribute("target-features")
+        .or_else(|| module_function_with_cpu(f).and_then(|g| g.string_attribute("target-features")))
+        .unwrap_or_default();
+    Target::from_cpu(&cpu, &features).ok_or_else(|| {
+        format!(
+            "sqtt: function {} has target-cpu {cpu:?}, which the sqtt plugin does not know \
+             (expected gfx9xx, gfx10xx, gfx11xx or gfx12xx)",
+            f.name()
+        )
+    })
+}
+
+/// The first function of `f`'s module that names its target.
+fn module_function_with_cpu(f: Value) -> Option<Value> {
+    let mut cur = f.first_function_of_module();
+    while let Some(g) = cur {
+        if g.string_attribute("target-cpu").is_some() {
+            return Some(g);
+        }
+        cur = g.next_function();
+    }
+    None
+}
+
+fn module_target_cpu(f: Value) -> Option<String> {
+    module_function_with_cpu(f)?.string_attribute("target-cpu")
+}

@@ -1,0 +1,389 @@
+//! Helpers for the end-to-end tests: the real hipcc, clang, llvm-objdump and friends, the built
+//! plugin, and temporary work directories.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::SystemTime;
+
+/// The workspace root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// The cargo target directory the tests run from.
+pub fn target_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("CARGO_TARGET_DIR") {
+        let d = PathBuf::from(d);
+        return if d.is_absolute() {
+            d
+        } else {
+            repo_root().join(d)
+        };
+    }
+    // target/<profile>/deps/<test binary>
+    let exe = std::env::current_exe().expect("current exe");
+    exe.ancestors()
+        .find(|p| p.file_name().is_some_and(|n| n == "target"))
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| repo_root().join("target"))
+}
+
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    // .../target/<profile>/deps/test-xxxx
+    exe.parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| target_dir().join("debug"))
+}
+
+fn newest_mtime(dir: &Path) -> SystemTime {
+    let mut newest = SystemTime::UNIX_EPOCH;
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            let t = if p.is_dir() {
+                newest_mtime(&p)
+            } else {
+                e.metadata()
+                    .and_then(|m| m.modified())
+                    .unwrap_or(SystemTime::UNIX_EPOCH)
+            };
+            newest = newest.max(t);
+        }
+    }
+    newest
+}
+
+/// The plugin shared object: `SQTT_PLUGIN`, or the one cargo built next to these tests. Panics
+/// with the command to run when it is missing or older than its sources (cargo test does not
+/// build cdylibs).
+pub fn plugin_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("SQTT_PLUGIN") {
+        return PathBuf::from(p);
+    }
+    let so = profile_dir().join("libsqtt_plugin.so");
+    let built = so
+        .metadata()
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|_| {
+            panic!(
+                "{} is missing: run `cargo build -p sqtt-plugin` first (ci/test.sh does)",
+                so.display()
+            )
+        });
+    let root = repo_root();
+    for src in ["plugin/src", "plugin/shim", "markers/src", "config/src"] {
+        assert!(
+            newest_mtime(&root.join(src)) <= built,
+            "{} is older than {src}: run `cargo build -p sqtt-plugin` first (ci/test.sh does)",
+            so.display()
+        );
+    }
+    so
+}
+
+/// Directory of markers.hpp.
+pub fn markers_include() -> PathBuf {
+    repo_root().join("markers/include")
+}
+
+/// The real hipcc (`SQTT_TEST_HIPCC` or `hipcc` on PATH).
+pub fn hipcc() -> PathBuf {
+    std::env::var_os("SQTT_TEST_HIPCC")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("hipcc"))
+}
+
+/// A tool of the LLVM the tests run against (`llvm-objdump-15`, ...): `SQTT_TEST_LLVM_SUFFIX`
+/// picks the version (default `-15`).
+pub fn llvm_tool(name: &str) -> String {
+    let suffix = std::env::var("SQTT_TEST_LLVM_SUFFIX").unwrap_or_else(|_| "-15".into());
+    format!("{name}{suffix}")
+}
+
+/// A device library directory that also has `oclc_isa_version_1100.bc` (Debian's lacks it), made
+/// once per test process.
+pub fn device_lib_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let src = [
+            "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode",
+            "/usr/lib/amdgcn/bitcode",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.join("oclc_isa_version_1030.bc").exists())
+        .expect("ROCm device libs (rocm-device-libs) are not installed");
+        let dir = std::env::temp_dir().join(format!("sqtt-e2e-devlibs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for e in std::fs::read_dir(&src).unwrap().flatten() {
+            let to = dir.join(e.file_name());
+            if !to.exists() {
+                std::fs::copy(e.path(), &to).unwrap();
+            }
+        }
+        for (gfx, num) in [("1100", "11000"), ("1101", "11001"), ("1102", "11002")] {
+            let out = dir.join(format!("oclc_isa_version_{gfx}.bc"));
+            if out.exists() {
+                continue;
+            }
+            let script = format!(
+                "{} {}/oclc_isa_version_1030.bc -o - | sed 's/i32 10300/i32 {num}/' | {} -o {}",
+                llvm_tool("llvm-dis"),
+                src.display(),
+                llvm_tool("llvm-as"),
+                out.display()
+            );
+            let st = Command::new("sh").arg("-c").arg(&script).status().unwrap();
+            assert!(st.success(), "making {}", out.display());
+        }
+        dir
+    })
+}
+
+/// Extra hipcc arguments that an arch needs on this machine.
+pub fn arch_args(arch: &str) -> Vec<String> {
+    let mut v = vec![format!("--offload-arch={arch}")];
+    if arch.starts_with("gfx11") {
+        v.push(format!(
+            "--rocm-device-lib-path={}",
+            device_lib_dir().display()
+        ));
+    }
+    v
+}
+
+/// A fresh temporary directory that lives as long as the value.
+pub fn workdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("sqtt-e2e-")
+        .tempdir()
+        .expect("temp dir")
+}
+
+/// Runs a command, returning its output.
+pub fn run(cmd: &mut Command) -> Output {
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
+}
+
+/// Runs a command that must succeed; returns stdout.
+pub fn run_ok(cmd: &mut Command) -> String {
+    let out = run(cmd);
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed with {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A hipcc command with the plugin loaded by hand and markers enabled, with a clean SQTT_*
+/// environment (the test sets what it needs).
+pub fn hipcc_with_plugin(arch: &str) -> Command {
+    let mut c = plain_hipcc(arch);
+    c.arg("-DSQTT_ENABLED=1")
+        .arg(format!("-I{}", markers_include().display()))
+        .arg(format!("-fpass-plugin={}", plugin_path().display()));
+    c
+}
+
+/// hipcc for one arch with every `SQTT_*` variable removed from its environment.
+pub fn plain_hipcc(arch: &str) -> Command {
+    let mut c = Command::new(hipcc());
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("SQTT_") && k != "SQTT_PLUGIN" {
+            c.env_remove(k);
+        }
+    }
+    c.args(arch_args(arch));
+    c
+}
+
+/// Device assembly of `src` for `arch`: `--cuda-device-only -S`.
+pub fn device_asm(
+    dir: &Path,
+    src: &str,
+    arch: &str,
+    env: &[(&str, &str)],
+    extra: &[&str],
+) -> String {
+    let file = dir.join("k.hip");
+    std::fs::write(&file, src).unwrap();
+    let out = dir.join(format!("k-{arch}.s"));
+    let mut c = hipcc_with_plugin(arch);
+    c.args(["--cuda-device-only", "-S"])
+        .args(extra)
+        .arg(&file)
+        .arg("-o")
+        .arg(&out);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    run_ok(&mut c);
+    std::fs::read_to_string(&out).unwrap()
+}
+
+/// The instructions of one function in an assembly listing (no comments, labels or directives).
+pub fn function_instructions(asm: &str, symbol: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in asm.lines() {
+        let t = line.trim();
+        if t.starts_with(&format!("{symbol}:")) {
+            inside = true;
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        if t.starts_with(".Lfunc_end") {
+            break;
+        }
+        if t.starts_with("; sched_barrier") {
+            out.push("sched_barrier".to_string());
+            continue;
+        }
+        let code = t.split(';').next().unwrap_or("").trim();
+        if code.is_empty() || code.starts_with('.') || code.ends_with(':') {
+            continue;
+        }
+        out.push(code.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+    out
+}
+
+/// All instructions of an assembly listing.
+pub fn all_instructions(asm: &str) -> Vec<String> {
+    asm.lines()
+        .map(|l| l.trim().split(';').next().unwrap_or("").trim().to_string())
+        .filter(|c| {
+            !c.is_empty() && !c.starts_with('.') && !c.ends_with(':') && !c.starts_with("//")
+        })
+        .map(|c| c.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// Whether an instruction matches a pattern, where `*` stands for any run of characters.
+pub fn matches(inst: &str, pattern: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return inst == pattern;
+    }
+    let mut rest = match inst.strip_prefix(parts[0]) {
+        Some(r) => r,
+        None => return false,
+    };
+    for (i, part) in parts[1..].iter().enumerate() {
+        let last = i == parts.len() - 2;
+        if last {
+            return rest.ends_with(part);
+        }
+        match rest.find(part) {
+            Some(pos) => rest = &rest[pos + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// Whether `seq` occurs as consecutive instructions in `insts`.
+pub fn contains_sequence(insts: &[String], seq: &[&str]) -> bool {
+    insts
+        .windows(seq.len())
+        .any(|w| w.iter().zip(seq).all(|(a, b)| matches(a, b)))
+}
+
+/// How many instructions match a pattern.
+pub fn count_matching(insts: &[String], pattern: &str) -> usize {
+    insts.iter().filter(|i| matches(i, pattern)).count()
+}
+
+/// The `.sqtt_funcmap` rows of an assembly listing (`.asciz` of the section).
+pub fn funcmap_from_asm(asm: &str) -> Option<String> {
+    let mut in_section = false;
+    for line in asm.lines() {
+        let t = line.trim();
+        if t.starts_with(".section") {
+            in_section = t.contains(".sqtt_funcmap");
+            continue;
+        }
+        if in_section {
+            if let Some(rest) = t.strip_prefix(".asciz") {
+                let s = rest.trim().trim_matches('"');
+                return Some(s.replace("\\n", "\n"));
+            }
+        }
+    }
+    None
+}
+
+/// Extracts the device code object of `arch` from a host binary or object with the real tools
+/// (llvm-objcopy and clang-offload-bundler), independent of the project's own reader.
+pub fn extract_code_object(binary: &Path, arch: &str, dir: &Path) -> PathBuf {
+    let fatbin = dir.join("fatbin.bin");
+    run_ok(
+        Command::new(llvm_tool("llvm-objcopy"))
+            .arg(format!("--dump-section=.hip_fatbin={}", fatbin.display()))
+            .arg(binary)
+            .arg(dir.join("objcopy-discard")),
+    );
+    let out = dir.join(format!("co-{arch}"));
+    run_ok(
+        Command::new(llvm_tool("clang-offload-bundler"))
+            .args(["--unbundle", "--type=o"])
+            .arg(format!("--input={}", fatbin.display()))
+            .arg(format!("--targets=hipv4-amdgcn-amd-amdhsa--{arch}"))
+            .arg(format!("--output={}", out.display())),
+    );
+    out
+}
+
+/// The `.sqtt_funcmap` bytes of a code object, dumped by llvm-objcopy.
+pub fn dump_funcmap(code_object: &Path, dir: &Path) -> Option<Vec<u8>> {
+    let out = dir.join("funcmap.bin");
+    let st = run(Command::new(llvm_tool("llvm-objcopy"))
+        .arg(format!("--dump-section=.sqtt_funcmap={}", out.display()))
+        .arg(code_object)
+        .arg(dir.join("objcopy-discard2")));
+    if !st.status.success() {
+        return None;
+    }
+    std::fs::read(out).ok()
+}
+
+/// Disassembly of a code object.
+pub fn disassemble(code_object: &Path, arch: &str) -> String {
+    run_ok(
+        Command::new(llvm_tool("llvm-objdump"))
+            .arg("-d")
+            .arg(format!("--mcpu={arch}"))
+            .arg(code_object),
+    )
+}
+
+/// Instruction mnemonics+operands of an llvm-objdump listing.
+pub fn objdump_instructions(dis: &str) -> Vec<String> {
+    dis.lines()
+        .filter_map(|l| {
+            let t = l.trim();
+            // "s_mov_b32 m0, 6                 // 000000001020: BEFC0086"
+            if t.is_empty()
+                || t.ends_with(':')
+                || t.starts_with("Disassembly")
+                || t.contains("file format")
+            {
+                return None;
+            }
+            let code = t.split("//").next().unwrap_or("").trim();
+            (!code.is_empty()).then(|| code.split_whitespace().collect::<Vec<_>>().join(" "))
+        })
+        .collect()
+}

@@ -1,0 +1,586 @@
+//! The plugin on named and numeric markers, loaded by hand into the real hipcc
+//! (`-fpass-plugin`), asserting on the ISA it produces and the funcmap it records.
+
+use std::process::Command;
+
+use sqtt_e2e::toolchain::*;
+
+const KERNEL: &str = r#"
+#include <hip/hip_runtime.h>
+#include "markers.hpp"
+
+__global__ void my_kernel(float *data, int n) {
+  int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= n) return;
+  sqtt_marker_enter("load_phase");
+  float val = data[idx];
+  sqtt_marker_exit("load_phase");
+  sqtt_marker_enter("compute_phase");
+  val = val * val + 1.0f;
+  sqtt_marker_data("work_value", static_cast<uint32_t>(idx));
+  sqtt_marker_exit("compute_phase");
+  sqtt_marker_point("store_begin");
+  data[idx] = val;
+}
+"#;
+
+const KERNEL_FUNCMAP: &str = "K:_Z9my_kernelPfi\nU:1:load_phase\nU:2:compute_phase\n\
+P:3:work_value\nP:4:store_begin\nR:3:extra_payload_count=1";
+
+/// No scope check, no reorder boundary: the bare marker sequences.
+const BARE: &[(&str, &str)] = &[("SQTT_SCOPE_CU", "-1"), ("SQTT_MEM_BARRIER", "none")];
+
+fn kernel_insts(arch: &str, env: &[(&str, &str)], extra: &[&str]) -> Vec<String> {
+    let dir = workdir();
+    let asm = device_asm(dir.path(), KERNEL, arch, env, extra);
+    function_instructions(&asm, "_Z9my_kernelPfi")
+}
+
+fn m0_marker(value: &str) -> [String; 3] {
+    [
+        format!("s_mov_b32 m0, {value}"),
+        "s_nop 0".into(),
+        "s_ttracedata".into(),
+    ]
+}
+
+fn assert_seq(insts: &[String], seq: &[&str]) {
+    assert!(
+        contains_sequence(insts, seq),
+        "sequence {seq:?} not found in:\n{}",
+        insts.join("\n")
+    );
+}
+
+#[test]
+fn gfx90a_markers_go_through_m0_with_the_hazard_nop() {
+    let insts = kernel_insts("gfx90a", BARE, &[]);
+    for v in ["6", "11", "1", "16"] {
+        let seq = m0_marker(v);
+        let seq: Vec<&str> = seq.iter().map(String::as_str).collect();
+        let framed = [&["sched_barrier"][..], &seq, &["sched_barrier"]].concat();
+        assert_seq(&insts, &framed);
+    }
+    // data marker: header then the wave-uniform payload, both through M0.
+    assert_seq(
+        &insts,
+        &[
+            "s_mov_b32 m0, 12",
+            "s_nop 0",
+            "s_ttracedata",
+            "v_readfirstlane_b32 m0, v*",
+            "s_nop 0",
+            "s_ttracedata",
+        ],
+    );
+    assert_eq!(count_matching(&insts, "s_ttracedata"), 6);
+    assert_eq!(count_matching(&insts, "s_ttracedata_imm*"), 0);
+}
+
+#[test]
+fn rdna_small_ids_use_ttracedata_imm() {
+    for arch in ["gfx1030", "gfx1100"] {
+        let insts = kernel_insts(arch, BARE, &[]);
+        for seq in [
+            &["sched_barrier", "s_ttracedata_imm 0x6", "sched_barrier"][..],
+            &["sched_barrier", "s_ttracedata_imm 0xb", "sched_barrier"],
+            &["sched_barrier", "s_ttracedata_imm 0x1", "sched_barrier"],
+            &["sched_barrier", "s_ttracedata_imm 0x10", "sched_barrier"],
+            &[
+                "s_ttracedata_imm 0xc",
+                "v_readfirstlane_b32 m0, v*",
+                "s_nop 0",
+                "s_ttracedata",
+            ],
+        ] {
+            assert_seq(&insts, seq);
+        }
+        assert_eq!(count_matching(&insts, "s_ttracedata_imm*"), 5, "{arch}");
+        assert_eq!(count_matching(&insts, "s_ttracedata"), 1, "{arch}");
+    }
+}
+
+#[test]
+fn funcmap_rows_are_exact_at_every_optimisation_level() {
+    for opt in ["-O0", "-O1", "-O2", "-O3"] {
+        let dir = workdir();
+        let asm = device_asm(dir.path(), KERNEL, "gfx90a", BARE, &[opt]);
+        assert_eq!(
+            funcmap_from_asm(&asm).as_deref(),
+            Some(KERNEL_FUNCMAP),
+            "{opt}"
+        );
+        let insts = function_instructions(&asm, "_Z9my_kernelPfi");
+        assert_eq!(
+            count_matching(&insts, "s_ttracedata"),
+            6,
+            "{opt}:\n{}",
+            insts.join("\n")
+        );
+    }
+}
+
+#[test]
+fn built_binary_carries_funcmap_and_markers_for_every_arch() {
+    let dir = workdir();
+    let src = dir.path().join("k.hip");
+    std::fs::write(&src, format!("{KERNEL}\nint main() {{ return 0; }}\n")).unwrap();
+    let exe = dir.path().join("k");
+    let mut c = hipcc_with_plugin("gfx90a");
+    c.args(arch_args("gfx1030"))
+        .args(arch_args("gfx1100"))
+        .envs(BARE.iter().copied())
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe);
+    run_ok(&mut c);
+    for arch in ["gfx90a", "gfx1030", "gfx1100"] {
+        let co = extract_code_object(&exe, arch, dir.path());
+        let bytes = dump_funcmap(&co, dir.path()).expect("code object has .sqtt_funcmap");
+        assert_eq!(bytes, format!("{KERNEL_FUNCMAP}\0").into_bytes(), "{arch}");
+        let insts = objdump_instructions(&disassemble(&co, arch));
+        if arch == "gfx90a" {
+            assert_seq(&insts, &["s_mov_b32 m0, 6", "s_nop 0", "s_ttracedata"]);
+        } else {
+            assert!(
+                insts.iter().any(|i| i == "s_ttracedata_imm 0x6"),
+                "{arch}: {insts:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn compile_only_and_debug_info() {
+    let dir = workdir();
+    let src = dir.path().join("k.hip");
+    std::fs::write(&src, KERNEL).unwrap();
+    let obj = dir.path().join("k.o");
+    let mut c = hipcc_with_plugin("gfx90a");
+    c.args(arch_args("gfx1030"))
+        .envs(BARE.iter().copied())
+        .args(["-c", "-g"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj);
+    run_ok(&mut c);
+    for arch in ["gfx90a", "gfx1030"] {
+        let co = extract_code_object(&obj, arch, dir.path());
+        let text = String::from_utf8(dump_funcmap(&co, dir.path()).unwrap()).unwrap();
+        let line = KERNEL
+            .lines()
+            .position(|l| l.contains("__global__"))
+            .unwrap()
+            + 1;
+        let want = KERNEL_FUNCMAP.replace(
+            "K:_Z9my_kernelPfi",
+            &format!("K:_Z9my_kernelPfi@k.hip:{line}"),
+        );
+        assert_eq!(text, format!("{want}\0"), "{arch}");
+    }
+}
+
+#[test]
+fn ids_above_63_fall_back_to_m0_on_rdna() {
+    let mut src = String::from(
+        "#include <hip/hip_runtime.h>\n#include \"markers.hpp\"\n__global__ void k(int *p) {\n",
+    );
+    for i in 1..=65 {
+        src.push_str(&format!("  sqtt_marker_enter(\"s{i}\"); p[{i}] = {i}; sqtt_marker_exit(\"s{i}\");\n  p[0] = {i};\n"));
+    }
+    src.push_str("}\n");
+    let dir = workdir();
+    let asm = device_asm(dir.path(), &src, "gfx1030", BARE, &[]);
+    let insts = function_instructions(&asm, "_Z1kPi");
+    // ID 63: (63 << 2) | 2 = 0xfe still fits; ID 64: 0x102 does not.
+    assert_seq(&insts, &["s_ttracedata_imm 0xfe"]);
+    assert_seq(&insts, &["s_movk_i32 m0, 0x102", "s_nop 0", "s_ttracedata"]);
+    assert_eq!(count_matching(&insts, "s_ttracedata_imm 0x1"), 65);
+}
+
+#[test]
+fn mem_barrier_modes() {
+    // fence (default): an LDS wait on both sides, and no cache invalidation.
+    for arch in ["gfx90a", "gfx1030"] {
+        let insts = kernel_insts(arch, &[("SQTT_SCOPE_CU", "-1")], &[]);
+        if arch == "gfx90a" {
+            assert_seq(
+                &insts,
+                &[
+                    "s_waitcnt lgkmcnt(0)",
+                    "s_mov_b32 m0, 16",
+                    "s_nop 0",
+                    "s_ttracedata",
+                    "s_waitcnt lgkmcnt(0)",
+                ],
+            );
+        } else {
+            assert_seq(
+                &insts,
+                &[
+                    "s_waitcnt lgkmcnt(0)",
+                    "s_ttracedata_imm 0x10",
+                    "s_waitcnt lgkmcnt(0)",
+                ],
+            );
+        }
+        for inv in [
+            "buffer_gl0_inv",
+            "buffer_gl1_inv",
+            "buffer_wbinvl1*",
+            "global_inv",
+        ] {
+            assert_eq!(count_matching(&insts, inv), 0, "{arch} {inv}");
+        }
+    }
+    for (mode, synonyms) in [
+        ("fence", &["2", "on", "hw"][..]),
+        ("asm", &["1", "compiler", "clobber"]),
+        ("none", &["0", "off"]),
+    ] {
+        let dir = workdir();
+        let ir = device_asm(
+            dir.path(),
+            KERNEL,
+            "gfx1030",
+            &[("SQTT_SCOPE_CU", "-1"), ("SQTT_MEM_BARRIER", mode)],
+            &["-emit-llvm"],
+        );
+        let fences = ir.matches("fence syncscope(\"wavefront\") acq_rel").count();
+        let clobbers = ir.matches("asm sideeffect \"\", \"~{memory}\"").count();
+        match mode {
+            "fence" => assert_eq!((fences, clobbers), (10, 0), "{mode}"),
+            "asm" => assert_eq!((fences, clobbers), (0, 10), "{mode}"),
+            _ => assert_eq!((fences, clobbers), (0, 0), "{mode}"),
+        }
+        for syn in synonyms {
+            let dir = workdir();
+            let other = device_asm(
+                dir.path(),
+                KERNEL,
+                "gfx1030",
+                &[("SQTT_SCOPE_CU", "-1"), ("SQTT_MEM_BARRIER", syn)],
+                &["-emit-llvm"],
+            );
+            assert_eq!(
+                without_paths(&other),
+                without_paths(&ir),
+                "SQTT_MEM_BARRIER={syn} differs from {mode}"
+            );
+        }
+    }
+}
+
+#[test]
+fn scope_check_is_computed_once_from_the_hw_id_registers() {
+    // Default SQTT_SCOPE_CU=0x3: filtering on.
+    let insts = kernel_insts("gfx90a", &[("SQTT_MEM_BARRIER", "none")], &[]);
+    assert_eq!(
+        count_matching(&insts, "s_getreg_b32 s*, hwreg(HW_REG_HW_ID, 8, 4)"),
+        1,
+        "{insts:?}"
+    );
+    assert_eq!(
+        count_matching(&insts, "sched_barrier"),
+        0,
+        "guarded markers have no sched_barrier"
+    );
+    assert_eq!(count_matching(&insts, "s_ttracedata"), 6);
+
+    let insts = kernel_insts(
+        "gfx1100",
+        &[
+            ("SQTT_MEM_BARRIER", "none"),
+            ("SQTT_SCOPE_SIMD", "0x1"),
+            ("SQTT_SCOPE_WG", "0x1"),
+            ("SQTT_SCOPE_WAVE", "0xff"),
+        ],
+        &[],
+    );
+    for reg in [
+        "hwreg(HW_REG_HW_ID1, 10, 4)",
+        "hwreg(HW_REG_HW_ID1, 8, 2)",
+        "hwreg(HW_REG_HW_ID1, 0, 5)",
+        "hwreg(HW_REG_HW_ID2, 16, 5)",
+    ] {
+        assert_eq!(
+            count_matching(&insts, &format!("s_getreg_b32 s*, {reg}")),
+            1,
+            "{reg}: {insts:?}"
+        );
+    }
+    // Masks covering every unit filter nothing.
+    let insts = kernel_insts(
+        "gfx1100",
+        &[("SQTT_SCOPE_CU", "0xffff"), ("SQTT_MEM_BARRIER", "none")],
+        &[],
+    );
+    assert_eq!(count_matching(&insts, "s_getreg_b32*"), 0);
+    assert_eq!(count_matching(&insts, "sched_barrier"), 10);
+}
+
+#[test]
+fn marker_before_a_workgroup_sync_is_pinned() {
+    let src = r#"
+#include <hip/hip_runtime.h>
+#include "markers.hpp"
+__global__ void k(int *p) {
+  __shared__ int s[64];
+  s[threadIdx.x] = p[threadIdx.x];
+  sqtt_marker_enter("wait");
+  __syncthreads();
+  sqtt_marker_exit("wait");
+  p[threadIdx.x] = s[63 - threadIdx.x];
+}
+"#;
+    let dir = workdir();
+    let ir = device_asm(dir.path(), src, "gfx90a", &[], &["-emit-llvm"]);
+    // The enter marker sits right before the __syncthreads() fence: one sched_barrier heads the
+    // skip block, right before the sync. The exit marker is followed by an LDS load: no pin.
+    let lines: Vec<&str> = ir.lines().map(str::trim).collect();
+    let pins: Vec<usize> = (0..lines.len())
+        .filter(|i| lines[*i].starts_with("call void @llvm.amdgcn.sched.barrier(i32 0)"))
+        .collect();
+    assert_eq!(pins.len(), 1, "{ir}");
+    assert!(
+        lines[pins[0] - 1].ends_with(':')
+            || lines[pins[0] - 1].is_empty()
+            || lines[pins[0] - 1].starts_with(|c: char| c.is_ascii_digit()),
+        "pin heads a block: {ir}"
+    );
+    assert_eq!(
+        lines[pins[0] + 1],
+        "fence syncscope(\"workgroup\") release",
+        "{ir}"
+    );
+}
+
+/// IR text without the lines that name the (temporary) source path.
+fn without_paths(ir: &str) -> String {
+    ir.lines()
+        .filter(|l| !l.starts_with("; ModuleID") && !l.starts_with("source_filename"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn hipcc_failure(src: &str, env: &[(&str, &str)]) -> String {
+    let dir = workdir();
+    let file = dir.path().join("k.hip");
+    std::fs::write(&file, src).unwrap();
+    let mut c = hipcc_with_plugin("gfx90a");
+    c.args(["--cuda-device-only", "-c"])
+        .arg(&file)
+        .arg("-o")
+        .arg(dir.path().join("k.o"));
+    c.envs(env.iter().copied());
+    let out = run(&mut c);
+    assert!(!out.status.success(), "compile should fail with {env:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn hand_loaded_plugin_reports_bad_settings_as_compile_errors() {
+    let err = hipcc_failure(KERNEL, &[("SQTT_INSTRUMENT_MEMORY", "2")]);
+    assert!(
+        err.contains(
+            "error: sqtt: environment variable SQTT_INSTRUMENT_MEMORY has the invalid value \"2\""
+        ),
+        "{err}"
+    );
+    assert!(err.contains("N:M"), "{err}");
+    let err = hipcc_failure(KERNEL, &[("SQTT_SCOPE_CU", "0xQ")]);
+    assert!(
+        err.contains("SQTT_SCOPE_CU") && err.contains("hex bitmask"),
+        "{err}"
+    );
+    let err = hipcc_failure(KERNEL, &[("SQTT_SHADER_CLOCK_BITS", "12")]);
+    assert!(
+        err.contains("sqtt_marker_data(\"work_value\")")
+            && err.contains("SQTT_SHADER_CLOCK_BITS=12"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_name_that_is_not_a_literal_is_a_compile_error() {
+    let src = r#"
+#include <hip/hip_runtime.h>
+#include "markers.hpp"
+__global__ void k(int *p) {
+  const char *names[2] = {"a", "b"};
+  sqtt_marker_enter(names[p[0] & 1]);
+  p[1] = 1;
+}
+"#;
+    let err = hipcc_failure(src, &[]);
+    assert!(
+        err.contains("sqtt_marker_enter() in _Z1kPi needs a string literal"),
+        "{err}"
+    );
+}
+
+#[test]
+fn host_code_is_untouched() {
+    let dir = workdir();
+    let file = dir.path().join("k.hip");
+    std::fs::write(&file, KERNEL).unwrap();
+    let with = dir.path().join("with.ll");
+    let without = dir.path().join("without.ll");
+    let mut c = hipcc_with_plugin("gfx90a");
+    c.args(["--cuda-host-only", "-S", "-emit-llvm"])
+        .arg(&file)
+        .arg("-o")
+        .arg(&with);
+    run_ok(&mut c);
+    let mut c = plain_hipcc("gfx90a");
+    c.arg("-DSQTT_ENABLED=1")
+        .arg(format!("-I{}", markers_include().display()));
+    c.args(["--cuda-host-only", "-S", "-emit-llvm"])
+        .arg(&file)
+        .arg("-o")
+        .arg(&without);
+    run_ok(&mut c);
+    let strip = |p: &std::path::Path| without_paths(&std::fs::read_to_string(p).unwrap());
+    assert_eq!(strip(&with), strip(&without));
+}
+
+#[test]
+fn without_the_plugin_named_markers_fail_to_link_and_numeric_ones_work() {
+    let dir = workdir();
+    let file = dir.path().join("k.hip");
+    std::fs::write(&file, format!("{KERNEL}\nint main() {{ return 0; }}\n")).unwrap();
+    let mut c = plain_hipcc("gfx90a");
+    c.arg("-DSQTT_ENABLED=1")
+        .arg(format!("-I{}", markers_include().display()));
+    c.arg(&file).arg("-o").arg(dir.path().join("k"));
+    let out = run(&mut c);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("undefined hidden symbol: __sqtt_named_marker_enter"),
+        "{err}"
+    );
+
+    let numeric = r#"
+#include <hip/hip_runtime.h>
+#include "markers.hpp"
+__global__ void k(int *p) { sqtt_marker_enter(5u); p[0] = 1; sqtt_marker_point(7u); sqtt_marker_exit(5u); }
+"#;
+    std::fs::write(&file, numeric).unwrap();
+    let asm_path = dir.path().join("k.s");
+    let mut c = plain_hipcc("gfx90a");
+    c.arg("-DSQTT_ENABLED=1")
+        .arg(format!("-I{}", markers_include().display()));
+    c.args(["--cuda-device-only", "-S"])
+        .arg(&file)
+        .arg("-o")
+        .arg(&asm_path);
+    run_ok(&mut c);
+    let insts = function_instructions(&std::fs::read_to_string(&asm_path).unwrap(), "_Z1kPi");
+    for v in ["22", "28", "1"] {
+        assert_seq(
+            &insts,
+            &[
+                "sched_barrier",
+                &format!("s_mov_b32 m0, {v}"),
+                "s_nop 0",
+                "s_ttracedata",
+                "sched_barrier",
+            ],
+        );
+    }
+}
+
+#[test]
+fn disabled_markers_compile_to_nothing() {
+    let dir = workdir();
+    let file = dir.path().join("k.hip");
+    let bare = KERNEL
+        .lines()
+        .filter(|l| !l.contains("sqtt_marker"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut asm = Vec::new();
+    for (name, src, define) in [
+        ("with", KERNEL.to_string(), None),
+        ("with0", KERNEL.to_string(), Some("-DSQTT_ENABLED=0")),
+        ("bare", bare, None),
+    ] {
+        std::fs::write(&file, &src).unwrap();
+        let out = dir.path().join(format!("{name}.s"));
+        let mut c = plain_hipcc("gfx90a");
+        c.arg(format!("-I{}", markers_include().display()));
+        if let Some(d) = define {
+            c.arg(d);
+        }
+        c.args(["--cuda-device-only", "-S"])
+            .arg(&file)
+            .arg("-o")
+            .arg(&out);
+        run_ok(&mut c);
+        asm.push(function_instructions(
+            &std::fs::read_to_string(&out).unwrap(),
+            "_Z9my_kernelPfi",
+        ));
+    }
+    assert_eq!(asm[0], asm[2]);
+    assert_eq!(asm[1], asm[2]);
+    assert_eq!(count_matching(&asm[0], "s_ttracedata*"), 0);
+}
+
+#[test]
+fn numeric_markers_get_the_plugin_treatment() {
+    let src = r#"
+#include <hip/hip_runtime.h>
+#include "markers.hpp"
+__global__ void k(int *p) { sqtt_marker_enter(5u); p[0] = 1; sqtt_marker_exit(5u); }
+"#;
+    let dir = workdir();
+    let asm = device_asm(dir.path(), src, "gfx1030", BARE, &[]);
+    let insts = function_instructions(&asm, "_Z1kPi");
+    assert_seq(
+        &insts,
+        &["sched_barrier", "s_ttracedata_imm 0x16", "sched_barrier"],
+    );
+    assert_seq(
+        &insts,
+        &["sched_barrier", "s_ttracedata_imm 0x1", "sched_barrier"],
+    );
+    assert_eq!(funcmap_from_asm(&asm).as_deref(), Some("K:_Z1kPi"));
+}
+
+#[test]
+fn opt_runs_the_pass_by_name() {
+    let ir = r#"
+target triple = "amdgcn-amd-amdhsa"
+@.str = private unnamed_addr addrspace(4) constant [4 x i8] c"abc\00"
+declare void @__sqtt_named_marker_point(ptr)
+define amdgpu_kernel void @k() #0 {
+  call void @__sqtt_named_marker_point(ptr addrspacecast (ptr addrspace(4) @.str to ptr))
+  ret void
+}
+attributes #0 = { "target-cpu"="gfx1030" }
+"#;
+    let dir = workdir();
+    let input = dir.path().join("in.ll");
+    std::fs::write(&input, ir).unwrap();
+    let out = run_ok(
+        Command::new(llvm_tool("opt"))
+            .env("SQTT_SCOPE_CU", "-1")
+            .env("SQTT_MEM_BARRIER", "none")
+            .arg(format!("-load-pass-plugin={}", plugin_path().display()))
+            .args(["-passes=sqtt", "-S"])
+            .arg(&input),
+    );
+    assert!(
+        out.contains("call void asm sideeffect \"s_ttracedata_imm 0x4\", \"\"()"),
+        "{out}"
+    );
+    assert!(out.contains("c\"K:k\\0AP:1:abc\\00\""), "{out}");
+    assert!(out.contains("section \".sqtt_funcmap\""), "{out}");
+    assert!(out.contains("@llvm.used"), "{out}");
+    assert!(
+        !out.contains("__sqtt_named_marker_point(ptr addrspacecast"),
+        "{out}"
+    );
+}
