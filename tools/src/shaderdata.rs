@@ -295,6 +295,7 @@ fn records<R: Read, F: FnMut(&Record)>(
     f: &mut F,
     count: &mut u64,
 ) -> Result<(), Fault> {
+    let mut first_block = true;
     loop {
         // Complete rows in the buffer, and where the array closes if it does.
         let (mut depth, mut last_row_end, mut close) = (0u32, None, None);
@@ -324,14 +325,20 @@ fn records<R: Read, F: FnMut(&Record)>(
                 continue;
             }
         };
-        let mut region = &sc.buf[sc.pos..end];
-        while let Some((c, rest)) = region.split_first() {
-            if matches!(c, b',' | b' ' | b'\n' | b'\r' | b'\t') {
-                region = rest;
-            } else {
-                break;
+        // After the previous block's last row comes one comma.
+        let mut region = trim_ws(&sc.buf[sc.pos..end]);
+        if !first_block {
+            match region.split_first() {
+                Some((b',', rest)) => region = trim_ws(rest),
+                Some(_) => return Err(Fault::Syntax(sc.at(), "expected ',' between records")),
+                None => {}
             }
         }
+        first_block = false;
+        // Plain integer rows take the fast path; the first row it does not take, and all after
+        // it in this block, go to serde, which also gives the error of a malformed one.
+        let taken = fast_rows(region, cols, f, count);
+        let region = &region[taken..];
         if !region.is_empty() {
             scratch.clear();
             scratch.push(b'[');
@@ -351,6 +358,100 @@ fn records<R: Read, F: FnMut(&Record)>(
             sc.pos += 1;
             return Ok(());
         }
+    }
+}
+
+fn trim_ws(mut b: &[u8]) -> &[u8] {
+    while let Some((c, rest)) = b.split_first() {
+        if matches!(c, b' ' | b'\n' | b'\r' | b'\t') {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    b
+}
+
+/// Reads rows of plain non-negative integers (`[1,2,3,4,5,6],[...]`) from `b`, handing each to
+/// `f`; returns the bytes taken, stopping before the first row that is anything else.
+fn fast_rows<F: FnMut(&Record)>(b: &[u8], cols: Columns, f: &mut F, count: &mut u64) -> usize {
+    let ws = |c: u8| matches!(c, b' ' | b'\n' | b'\r' | b'\t');
+    let mut i = 0;
+    let mut taken = 0;
+    loop {
+        while i < b.len() && ws(b[i]) {
+            i += 1;
+        }
+        if i == b.len() {
+            return b.len();
+        }
+        if b[i] != b'[' {
+            return taken;
+        }
+        i += 1;
+        let mut v = [0u64; COLS];
+        let (mut n, mut seen) = (0usize, 0usize);
+        loop {
+            while i < b.len() && ws(b[i]) {
+                i += 1;
+            }
+            let start = i;
+            let mut x = 0u64;
+            while i < b.len() && b[i].is_ascii_digit() {
+                match x
+                    .checked_mul(10)
+                    .and_then(|y| y.checked_add(u64::from(b[i] - b'0')))
+                {
+                    Some(y) => x = y,
+                    None => return taken,
+                }
+                i += 1;
+            }
+            if i == start {
+                return taken;
+            }
+            if n < MAX_ROW {
+                let c = cols.0[n] as usize;
+                if c < COLS {
+                    v[c] = x;
+                    seen += 1;
+                }
+            }
+            n += 1;
+            while i < b.len() && ws(b[i]) {
+                i += 1;
+            }
+            match b.get(i) {
+                Some(b',') => i += 1,
+                Some(b']') => {
+                    i += 1;
+                    break;
+                }
+                _ => return taken,
+            }
+        }
+        if seen < COLS {
+            return taken;
+        }
+        while i < b.len() && ws(b[i]) {
+            i += 1;
+        }
+        match b.get(i) {
+            Some(b',') => i += 1,
+            None => i = b.len(),
+            // Not a separator: serde reads this row again and reports the fault.
+            Some(_) => return taken,
+        }
+        *count += 1;
+        f(&Record {
+            time: v[0],
+            value: v[1] as u32,
+            cu: v[2] as u32,
+            simd: v[3] as u32,
+            wave_id: v[4] as u32,
+            flags: v[5] as u32,
+        });
+        taken = i;
     }
 }
 
@@ -516,6 +617,24 @@ mod tests {
         assert!(e.to_string().contains("malformed JSON"), "{e}");
         assert!(read("[1,2]", 4).is_err());
         assert!(read("", 4).is_err());
+    }
+
+    #[test]
+    fn odd_rows_fall_back_to_serde() {
+        // A float, a missing comma and an overflowing number: serde decides.
+        assert!(read(r#"{"records":[[1,2,3,4,5,6],[1.5,2,3,4,5,6]]}"#, 64).is_err());
+        assert!(read(r#"{"records":[[1,2,3,4,5,6] [1,2,3,4,5,6]]}"#, 64).is_err());
+        assert!(read(
+            r#"{"records":[[1,2,3,4,5,6],[99999999999999999999,2,3,4,5,6]]}"#,
+            64
+        )
+        .is_err());
+        // Rows with more columns than the schema names are fine.
+        let v = read(r#"{"records":[[1,2,3,4,5,6,7],[8,9,1,2,3,0,9]]}"#, 64).unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[1].time, 8);
+        // A negative number goes to serde, which rejects it for a u64 field.
+        assert!(read(r#"{"records":[[-1,2,3,4,5,6]]}"#, 64).is_err());
     }
 
     #[test]
