@@ -161,7 +161,11 @@ impl CodeObject {
             let (cat, _) = classify_addr_trace(&e.name).filter(|_| e.is_address_trace())?;
             cat.wave_size_from_payload(funcmap.payload_count(e.id?))
         });
-        let wave_size = funcmap.wave_size.or(inferred).unwrap_or(default_wave_size);
+        let wave_size = funcmap
+            .wave_size
+            .filter(|w| *w == 32 || *w == 64)
+            .or(inferred)
+            .unwrap_or(default_wave_size);
         let mut dense = Vec::new();
         let mut sparse = FxHashMap::default();
         for (i, e) in funcmap.entries.iter().enumerate() {

@@ -197,6 +197,9 @@ impl Trace {
     pub fn open(path: &Path) -> Result<Trace, Error> {
         let dir = TraceDir::open(path)?;
         let mut diag = Diagnostics::default();
+        for w in &dir.warnings {
+            diag.warn(kind::BAD_FILE, || w.clone());
+        }
         let files = dir.read_code_objects(&mut diag);
         Ok(Trace { dir, files, diag })
     }

@@ -24,6 +24,8 @@ pub struct TraceDir {
     pub ui_dirs: Vec<UiDir>,
     /// `(codeobj_id, path)` of every `*_code_object_id_<N>.out`, by ID.
     pub code_object_files: Vec<(u64, PathBuf)>,
+    /// Problems with files that were worked around (an unreadable `filenames.json`).
+    pub warnings: Vec<String>,
 }
 
 /// One `ui_output_*` directory: one SQTT time domain.
@@ -68,8 +70,11 @@ impl TraceDir {
             }
         }
         let mut ui_dirs = Vec::new();
+        let mut warnings = Vec::new();
         for p in ui_paths {
-            ui_dirs.push(UiDir::open(&p)?);
+            let (ui, warning) = UiDir::open(&p)?;
+            warnings.extend(warning);
+            ui_dirs.push(ui);
         }
         let mut code_object_files = Vec::new();
         for dir in &search {
@@ -89,6 +94,7 @@ impl TraceDir {
             root: root.to_path_buf(),
             ui_dirs,
             code_object_files,
+            warnings,
         })
     }
 
@@ -145,7 +151,9 @@ struct FilenamesJson {
 }
 
 impl UiDir {
-    pub fn open(path: &Path) -> Result<UiDir, Error> {
+    /// Opens a ui directory; an unreadable `filenames.json` gives a warning, and the shaderdata
+    /// files are then found by name.
+    pub fn open(path: &Path) -> Result<(UiDir, Option<String>), Error> {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -153,14 +161,25 @@ impl UiDir {
         let fpath = path.join("filenames.json");
         let mut gfxip = None;
         let mut listed: Option<Vec<(u32, PathBuf)>> = None;
-        if fpath.is_file() {
-            let f = File::open(&fpath).map_err(|e| Error::io(&fpath, e))?;
-            let fj: FilenamesJson =
-                serde_json::from_reader(BufReader::new(f)).map_err(|e| Error::Json {
-                    path: fpath.clone(),
-                    records: 0,
-                    source: e,
-                })?;
+        let mut warning = None;
+        let fj: Option<FilenamesJson> = if fpath.is_file() {
+            match File::open(&fpath)
+                .map_err(|e| e.to_string())
+                .and_then(|f| serde_json::from_reader(BufReader::new(f)).map_err(|e| e.to_string()))
+            {
+                Ok(fj) => Some(fj),
+                Err(e) => {
+                    warning = Some(format!(
+                        "{}: {e}; shaderdata files found by name",
+                        fpath.display()
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        if let Some(fj) = fj {
             gfxip = fj.gfxip.map(|g| match g {
                 serde_json::Value::String(s) => s,
                 other => format!("gfx{other}"),
@@ -202,12 +221,15 @@ impl UiDir {
                 v.into_iter().map(|((se, _), p)| (se, p)).collect()
             }
         };
-        Ok(UiDir {
-            path: path.to_path_buf(),
-            name,
-            gfxip,
-            shaderdata,
-        })
+        Ok((
+            UiDir {
+                path: path.to_path_buf(),
+                name,
+                gfxip,
+                shaderdata,
+            },
+            warning,
+        ))
     }
 
     pub fn default_wave_size(&self) -> u32 {

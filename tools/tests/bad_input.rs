@@ -198,3 +198,25 @@ fn malformed_code_json_rows_are_counted() {
     let r = commands::flamegraph(dir.path(), &Options::default(), &NoProgress).unwrap();
     assert_eq!(r.diag.count(kind::BAD_ROW), 1);
 }
+
+#[test]
+fn malformed_filenames_json_falls_back_to_file_names() {
+    let (dir, truth) = setup();
+    std::fs::write(dir.path().join(UI1).join("filenames.json"), b"{\"gfxip\": ").unwrap();
+    let r = commands::flamegraph(dir.path(), &Options::default(), &NoProgress).unwrap();
+    assert_eq!(r.diag.count(kind::BAD_FILE), 1);
+    assert!(r.diag.to_string().contains("found by name"));
+    let got: std::collections::BTreeMap<String, u64> = r.folded.into_iter().collect();
+    assert_eq!(got, truth.folded);
+}
+
+#[test]
+fn empty_ui_dir_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ui_output_x")).unwrap();
+    match commands::flamegraph(dir.path(), &Options::default(), &NoProgress) {
+        Err(Error::Unusable(m)) => assert!(m.contains("no shaderdata"), "{m}"),
+        Err(e) => panic!("wrong error {e}"),
+        Ok(_) => panic!("no error"),
+    }
+}
