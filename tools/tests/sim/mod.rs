@@ -428,6 +428,10 @@ impl Sim {
                     MarkerEncoding::legacy().pack(id, flags, 0)
                 };
                 push(arrival, value, 0, &mut seq);
+                if ui.priv_records > 0 && !payload.is_empty() {
+                    // A privileged record of the same wave between header and payload.
+                    push(arrival + 1, 0xFFFF_FFFF, 2, &mut seq);
+                }
                 for (k, p) in payload.iter().enumerate() {
                     push(arrival + 1 + k as u64, *p, 0, &mut seq);
                 }
