@@ -14,9 +14,9 @@ use crate::error::Error;
 pub fn read_code_object_funcmap(path: &Path) -> Result<Option<Funcmap>, Error> {
     let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     funcmap_from_elf_bytes(&data).map_err(|reason| match reason {
-        ElfProblem::Parse(source) => Error::Funcmap {
+        ElfProblem::Parse(error) => Error::Funcmap {
             path: path.to_path_buf(),
-            source,
+            error,
         },
         ElfProblem::Other(reason) => Error::Malformed {
             path: path.to_path_buf(),

@@ -5,24 +5,24 @@ use std::path::{Path, PathBuf};
 /// Why an input could not be read or used.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("{}: malformed JSON after {records} records: {source}", path.display())]
+    #[error("{}: malformed JSON after {records} records: {error}", path.display())]
     Json {
         path: PathBuf,
         /// Records read before the fault.
         records: u64,
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
     #[error("{}: {reason}", path.display())]
     Malformed { path: PathBuf, reason: String },
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Funcmap {
         path: PathBuf,
-        source: sqtt_markers::ParseError,
+        error: sqtt_markers::ParseError,
     },
     #[error("{}: no ui_output_* directory (and no shaderdata_*.json) found: not a rocprofv3 --att output directory", .0.display())]
     NotATraceDir(PathBuf),
@@ -31,10 +31,10 @@ pub enum Error {
 }
 
 impl Error {
-    pub fn io(path: &Path, source: std::io::Error) -> Error {
+    pub fn io(path: &Path, error: std::io::Error) -> Error {
         Error::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         }
     }
 }

@@ -433,7 +433,7 @@ impl Occupancy {
         .map_err(|e| Error::Json {
             path: path.to_path_buf(),
             records: 0,
-            source: e,
+            error: e,
         })?;
         let mut slots = FxHashMap::default();
         for (key, mut rs) in rows {

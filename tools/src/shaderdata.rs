@@ -122,7 +122,7 @@ fn read_blocks<R: Read, F: FnMut(&Record)>(
         Err(Fault::Json(e)) => Err(Error::Json {
             path: path.to_path_buf(),
             records: count,
-            source: e,
+            error: e,
         }),
         Err(Fault::Syntax(at, what)) => Err(Error::Malformed {
             path: path.to_path_buf(),
