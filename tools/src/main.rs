@@ -216,7 +216,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 sqtt_tools::commands::memory(&a.common.dir, out, a.access_size, &opts, &*p)?;
             warn(&r.diag);
             if a.summary {
-                print!("{}", r.summary_table);
+                let mut out = std::io::stdout().lock();
+                out.write_all(r.summary_table.as_bytes())?;
+                out.flush()?;
             }
             if r.blocks == 0 {
                 eprintln!("sqtt: warning: no address-trace blocks found");
@@ -230,6 +232,15 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // A reader that stopped early (`sqtt flamegraph DIR | head`) is not an error.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("sqtt: error: {e:#}");
             ExitCode::from(1)
