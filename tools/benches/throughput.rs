@@ -27,8 +27,11 @@ impl Rng {
     }
 }
 
-fn funcmap_text() -> String {
+fn funcmap_text(packed: bool) -> String {
     let mut rows = vec!["K:_Z5benchPf@bench.hip:1".to_string()];
+    if packed {
+        rows.push("M:shader_clock_bits=12;shader_clock_shift=4".into());
+    }
     for i in 1..=10 {
         rows.push(format!("F:{i}:_Z4fn{i}v@bench.hip:{i}"));
     }
@@ -38,7 +41,9 @@ fn funcmap_text() -> String {
     rows.push("P:21:barrier".into());
     rows.push("P:22:vmem_load".into());
     rows.push("P:23:value".into());
-    rows.push("R:23:extra_payload_count=1".into());
+    if !packed {
+        rows.push("R:23:extra_payload_count=1".into());
+    }
     rows.join("\n")
 }
 
@@ -58,10 +63,13 @@ struct WaveState {
     start: u64,
 }
 
-/// Writes the directory with about `total` records, streaming.
-fn generate(root: &Path, total: u64) {
+/// Writes the directory with about `total` records, streaming. `packed`: a gfx12 code object
+/// with 12 clock bits at shift 4; headers carry the shader clock of their issue (a per-SIMD
+/// phase, a varying delay), and no payloads.
+fn generate(root: &Path, total: u64, packed: bool) {
     std::fs::create_dir_all(root).unwrap();
-    let map = sqtt_markers::Funcmap::parse_str(&funcmap_text()).unwrap();
+    let map = sqtt_markers::Funcmap::parse_str(&funcmap_text(packed)).unwrap();
+    let enc = map.marker_encoding();
     std::fs::write(
         root.join("bench_code_object_id_1.out"),
         elf(&map.to_bytes()),
@@ -104,7 +112,7 @@ fn generate(root: &Path, total: u64) {
                 w.left = 200 + (rng.next() % 400) as u32;
                 t += 10;
             }
-            let value: u32 = if w.pending_payload {
+            let legacy: u32 = if w.pending_payload {
                 w.pending_payload = false;
                 (rng.next() >> 8) as u32
             } else if w.left == 0 {
@@ -126,9 +134,16 @@ fn generate(root: &Path, total: u64) {
                 } else if r < 95 {
                     (21 + (r % 2) as u32) << 2
                 } else {
-                    w.pending_payload = true;
+                    w.pending_payload = !packed;
                     23 << 2
                 }
+            };
+            let value = if packed {
+                let issue = t - 20 - rng.next() % 40;
+                let clock = ((issue + u64::from(simd) * 5) >> 4) as u32;
+                enc.pack(legacy >> 2, legacy & 3, clock)
+            } else {
+                legacy
             };
             if out.is_none() {
                 let name = format!("shaderdata_{se}_{chunk_i}.json");
@@ -263,7 +278,11 @@ fn main() {
         return;
     }
     if args.len() >= 4 && args[1] == "--gen" {
-        generate(Path::new(&args[2]), args[3].parse().unwrap());
+        generate(
+            Path::new(&args[2]),
+            args[3].parse().unwrap(),
+            args.len() > 4,
+        );
         return;
     }
     if args.iter().any(|a| a == "--list" || a == "--test") {
@@ -275,7 +294,7 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000_000);
     let exe = std::env::current_exe().unwrap();
-    for n in [total / 4, total] {
+    for (n, packed) in [(total / 4, false), (total, false), (total, true)] {
         // In memory (tmpfs) when there is one, so the figures are the tools' and not the disk's.
         let base = std::env::var_os("SQTT_BENCH_DIR")
             .map(std::path::PathBuf::from)
@@ -289,14 +308,15 @@ fn main() {
             });
         let dir = tempfile::tempdir_in(&base).unwrap();
         let t = Instant::now();
-        generate(dir.path(), n);
+        generate(dir.path(), n, packed);
         let size: u64 = std::fs::read_dir(dir.path().join("ui_output_bench"))
             .unwrap()
             .flatten()
             .map(|e| e.metadata().unwrap().len())
             .sum();
         println!(
-            "generated {n} records ({} MB of JSON, in {}) in {:.1} s",
+            "generated {n} {} records ({} MB of JSON, in {}) in {:.1} s",
+            if packed { "packed gfx12" } else { "legacy" },
             size >> 20,
             base.display(),
             t.elapsed().as_secs_f64()
