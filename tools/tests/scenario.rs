@@ -325,3 +325,47 @@ fn memory_summary_figures() {
         .summary_table
         .contains("addr_trace_load#7 @ a.hip:20 -> a.hip:12"));
 }
+
+#[test]
+fn perfetto_threads_stay_unique_past_256_instances() {
+    // 300 waves in one slot: instances 256.. get tids counted down from u32::MAX.
+    let mut s = sim::scenario(1);
+    s.uis.truncate(1);
+    let ui = &mut s.uis[0];
+    ui.waves.retain(|w| w.dispatch == 2);
+    let proto = ui.waves[0].clone();
+    ui.waves = (0..300u64)
+        .map(|i| sim::WaveDef {
+            start: 1000 + i * 5000,
+            ..proto.clone()
+        })
+        .collect();
+    ui.priv_records = 0;
+    let dir = tempfile::tempdir().unwrap();
+    let truth = s.write(dir.path());
+    let out = tempfile::tempdir().unwrap();
+    let r = commands::perfetto(dir.path(), Some(out.path()), None, &opts(), &NoProgress).unwrap();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&r.files[0]).unwrap()).unwrap();
+    let got = events_by_thread(&v);
+    assert_eq!(got.len(), 300);
+    let names: std::collections::BTreeSet<String> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| e["args"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names.len(), 300);
+    assert!(names.contains("CU2/SIMD0/W1#299"));
+    let mut want: Vec<Vec<sim::PEvent>> = without_end_names(&truth.perfetto[&s.uis[0].name])
+        .into_values()
+        .collect();
+    let mut have: Vec<Vec<sim::PEvent>> = got.into_values().collect();
+    want.sort();
+    have.sort();
+    assert_eq!(have.len(), want.len());
+    assert!(
+        have == want,
+        "per-thread events differ from the ground truth"
+    );
+}

@@ -136,9 +136,11 @@ pub struct Truth {
     pub corrected_headers: u64,
 }
 
-/// The Perfetto thread ID of the documented scheme.
+/// The Perfetto thread ID of the documented scheme (instances from 256 on, which the tool numbers
+/// otherwise, get a key of their own above 32 bits).
 pub fn tid(se: u32, cu: u32, simd: u32, wave: u32, inst: u32) -> u64 {
-    u64::from((1 << 31) | (se << 26) | (cu << 20) | (simd << 16) | (wave << 8) | inst)
+    u64::from((1 << 31) | (se << 26) | (cu << 20) | (simd << 16) | (wave << 8) | (inst & 0xFF))
+        | (u64::from(inst >> 8) << 40)
 }
 
 /// A small deterministic PRNG.
