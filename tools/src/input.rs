@@ -314,16 +314,16 @@ pub fn read_code_json(path: &Path, diag: &mut Diagnostics) -> BTreeMap<u64, Func
     for row in &cj.sqtt_funcmap {
         let line = (|| {
             let cid = num(row.first())?;
-            let kind = text(row.get(2))?;
+            let kind = text(row.get(2))?.to_ascii_lowercase();
             let name = text(row.get(3));
             let loc = text(row.get(4))
                 .map(|l| format!("@{l}"))
                 .unwrap_or_default();
             let id = num(row.get(1));
-            let line = match kind {
-                "F" | "func" | "function" => format!("F:{}:{}{loc}", id?, name?),
-                "U" | "user" => format!("U:{}:{}", id?, name?),
-                "P" | "point" => {
+            let line = match kind.as_str() {
+                "f" | "func" | "function" => format!("F:{}:{}{loc}", id?, name?),
+                "u" | "user" => format!("U:{}:{}", id?, name?),
+                "p" | "point" => {
                     let name = name?;
                     if name.starts_with(sqtt_markers::funcmap::ADDR_TRACE_PREFIX) {
                         format!("P:{}:{name}{loc}", id?)
@@ -331,8 +331,8 @@ pub fn read_code_json(path: &Path, diag: &mut Diagnostics) -> BTreeMap<u64, Func
                         format!("P:{}:{name}", id?)
                     }
                 }
-                "K" | "kernel" => format!("K:{}{loc}", name?),
-                "W" | "wave_size" => format!("W:{}", id.or_else(|| num(row.get(3)))?),
+                "k" | "kernel" => format!("K:{}{loc}", name?),
+                "w" | "wave_size" => format!("W:{}", id.or_else(|| num(row.get(3)))?),
                 _ => return None,
             };
             if line.contains('\n') {
