@@ -231,3 +231,19 @@ fn scope_filter_activity() {
     assert!(Scope::filters(0xFFFF, 5));
     assert!(!Scope::filters(0xFFFF, 4));
 }
+
+#[test]
+fn the_example_file_holds_every_key_at_its_default() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sqtt.toml.example");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let s = Settings::from_toml_str(&text, &path).unwrap();
+    assert_eq!(s, Settings::default());
+    for key in KNOWN_TOML_KEYS {
+        let bare = key.trim_start_matches("scope.");
+        assert!(
+            text.lines()
+                .any(|l| l.trim_start_matches("# ").starts_with(&format!("{bare} ="))),
+            "sqtt.toml.example lacks {key}"
+        );
+    }
+}

@@ -90,3 +90,15 @@ extern "C" unsigned sqtt_shim_inline_call(LLVMValueRef Call) {
 extern "C" void sqtt_shim_erase_named_md(LLVMModuleRef M, LLVMNamedMDNodeRef N) {
   unwrap(M)->eraseNamedMetadata(reinterpret_cast<NamedMDNode *>(N));
 }
+
+#include "llvm/IR/Metadata.h"
+
+// Marks a loop latch branch `!llvm.loop !{!self, !{!"llvm.loop.unroll.disable"}}`.
+extern "C" void sqtt_shim_disable_unroll(LLVMValueRef Branch) {
+  auto *I = cast<Instruction>(unwrap(Branch));
+  LLVMContext &Ctx = I->getContext();
+  MDNode *Disable = MDNode::get(Ctx, {MDString::get(Ctx, "llvm.loop.unroll.disable")});
+  MDNode *Loop = MDNode::getDistinct(Ctx, {nullptr, Disable});
+  Loop->replaceOperandWith(0, Loop);
+  I->setMetadata(LLVMContext::MD_loop, Loop);
+}

@@ -1,8 +1,5 @@
 //! Differences between the LLVM versions the plugin builds for, decided here and nowhere else.
 
-/// LLVM major the plugin was built for (set by build.rs from the cargo feature).
-pub const LLVM_MAJOR: &str = env!("SQTT_PLUGIN_LLVM_MAJOR");
-
 /// `llvm.amdgcn.readfirstlane` on i32: not overloaded before LLVM 19.
 pub const READFIRSTLANE_I32: &str = "llvm.amdgcn.readfirstlane";
 

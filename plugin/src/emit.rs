@@ -21,8 +21,12 @@ pub const M0_TRACE_ASM: &str = "s_nop 0\n\ts_ttracedata";
 /// One record of a marker sequence.
 #[derive(Clone, Copy)]
 pub enum Record {
-    /// A value known at compile time (a marker header).
+    /// A marker header (or exit) the pass made: on gfx12 with clock packing it carries the
+    /// shader clock in its high bits.
     Const(u32),
+    /// A numeric enter/point value from markers.hpp: always kept in its legacy form, so that
+    /// arbitrary user data is never read as a packed header.
+    UserValue(u32),
     /// A runtime value (payload); made wave-uniform with readfirstlane.
     Dynamic(Value),
 }
@@ -89,14 +93,18 @@ impl<'s> Emitter<'s> {
     pub fn record(&self, b: &Builder, target: &Target, rec: Record) -> Value {
         let m = self.module;
         match rec {
-            Record::Const(v)
+            Record::Const(v) if self.packing(target) => {
+                let packed = self.packed_header(b, target, v);
+                self.m0_record(b, packed)
+            }
+            Record::Const(v) | Record::UserValue(v)
                 if fits_imm(v) && target.has_ttracedata_imm() && !self.packing(target) =>
             {
                 let ty = m.fn_type(m.void(), &[]);
                 let asm = m.inline_asm(ty, &format!("s_ttracedata_imm 0x{v:x}"), "");
                 self.tag(b.call(ty, asm, &[]))
             }
-            Record::Const(v) => self.m0_record(b, m.const_i32(v)),
+            Record::Const(v) | Record::UserValue(v) => self.m0_record(b, m.const_i32(v)),
             Record::Dynamic(v) => {
                 let i32t = m.i32();
                 let v = if v.type_of() == i32t {
@@ -112,11 +120,66 @@ impl<'s> Emitter<'s> {
         }
     }
 
+    /// The EXEC mask, low then high word, through M0 (`s_mov_b32 m0, exec_lo` ...). M0 is the
+    /// asm's output so the compiler knows it is overwritten.
+    pub fn exec_records(&self, b: &Builder) -> Value {
+        let m = self.module;
+        let ty = m.fn_type(m.i32(), &[]);
+        let asm = m.inline_asm(
+            ty,
+            "s_mov_b32 m0, exec_lo\n\ts_nop 0\n\ts_ttracedata\n\ts_mov_b32 m0, exec_hi\n\ts_nop 0\n\ts_ttracedata",
+            "={m0}",
+        );
+        self.tag(b.call(ty, asm, &[]))
+    }
+
+    /// A record of a value already uniform (a readlane result).
+    pub fn m0_record_raw(&self, b: &Builder, value: Value) -> Value {
+        self.m0_record(b, value)
+    }
+
     fn m0_record(&self, b: &Builder, value: Value) -> Value {
         let m = self.module;
         let ty = m.fn_type(m.void(), &[m.i32()]);
         let asm = m.inline_asm(ty, M0_TRACE_ASM, "{m0}");
         self.tag(b.call(ty, asm, &[value]))
+    }
+
+    /// `(clock_window << (32 - bits)) | header`: the shader clock bits `[shift, shift + bits)`
+    /// sampled at issue (spec: GFX12 Shader Clock Packing).
+    fn packed_header(&self, b: &Builder, target: &Target, header: u32) -> Value {
+        let m = self.module;
+        let bits = self.settings.shader_clock_bits;
+        let shift = self.settings.shader_clock_shift;
+        let i32t = m.i32();
+        let window = if target.cpu == "gfx1250" {
+            // s_get_shader_cycles_u64: the whole counter; take the window from its low word.
+            let ty = m.fn_type(m.i64(), &[]);
+            let asm = m.inline_asm(ty, "s_get_shader_cycles_u64 $0", "=s");
+            let cycles = self.tag(b.call(ty, asm, &[]));
+            let lo = b.trunc(cycles, i32t);
+            let shifted = b.lshr(lo, m.const_i32(shift));
+            b.and(shifted, m.const_i32(((1u64 << bits) - 1) as u32))
+        } else {
+            // s_getreg_b32 hwreg(HW_REG_SHADER_CYCLES_LO, shift, bits): the window, right-aligned.
+            let field = crate::target::HwRegField {
+                reg: crate::target::HW_REG_SHADER_CYCLES_LO,
+                offset: shift,
+                bits,
+            };
+            let ty = m.fn_type(i32t, &[i32t]);
+            let getreg = m.declare(crate::compat::S_GETREG, ty);
+            b.call(ty, getreg, &[m.const_i32(field.imm())])
+        };
+        let high = b.shl(window, m.const_i32(32 - bits));
+        let id_mask = self.packed_id_mask();
+        b.or(high, m.const_i32(header & id_mask))
+    }
+
+    /// The header bits below the clock field.
+    fn packed_id_mask(&self) -> u32 {
+        let bits = self.settings.shader_clock_bits;
+        ((1u64 << (32 - bits)) - 1) as u32
     }
 
     /// Whether gfx12 clock packing applies on this target.

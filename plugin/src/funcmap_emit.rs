@@ -1,6 +1,6 @@
 //! Writes the module's `.sqtt_funcmap` section (through the one writer in sqtt-markers).
 
-use sqtt_markers::funcmap::{Entry, EntryKind, SECTION_NAME};
+use sqtt_markers::funcmap::{ClockLayout, Entry, EntryKind, SECTION_NAME};
 
 use crate::ledger::FinalIds;
 use crate::llvm::{self, Module, Value};
@@ -36,8 +36,9 @@ pub fn kernel_entries(m: Module) -> Vec<Entry> {
         .collect()
 }
 
-pub fn emit(m: Module, ledger: &FinalIds) {
-    let map = ledger.funcmap(kernel_entries(m));
+pub fn emit(m: Module, ledger: &FinalIds, layout: Option<ClockLayout>) {
+    let mut map = ledger.funcmap(kernel_entries(m));
+    map.clock_layout = layout;
     m.add_section_bytes(
         GLOBAL_NAME,
         SECTION_NAME,

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use sqtt_config::Settings;
 use sqtt_markers::encoding::{self, EXIT_VALUE};
 
+use crate::address;
 use crate::barriers::{self, BarrierIds};
 use crate::early;
 use crate::emit::{Emitter, Record};
@@ -202,6 +203,33 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
     }
     numeric::wrap_numeric_markers(m, &emitter, &mut scopes)?;
     named::resolve(m, &emitter, &mut ids, &mut scopes)?;
-    funcmap_emit::emit(m, &ids);
+    if settings.trace_addresses.is_on() {
+        let mut functions = Vec::new();
+        for f in m.functions() {
+            if !f.is_declaration() && !early::is_library_function(f) {
+                functions.push((f, target_of(f)?));
+            }
+        }
+        address::instrument(
+            m,
+            &emitter,
+            &mut scopes,
+            &mut ids,
+            settings.trace_addresses,
+            &functions,
+        );
+    }
+    // The M: row, when the module's target packs the shader clock into headers.
+    let packing_target = m
+        .functions()
+        .into_iter()
+        .filter(|f| !f.is_declaration())
+        .find_map(|f| target_of(f).ok())
+        .is_some_and(|t| emitter.packing(&t));
+    let layout = packing_target.then_some(sqtt_markers::ClockLayout {
+        shader_clock_bits: settings.shader_clock_bits,
+        shader_clock_shift: settings.shader_clock_shift,
+    });
+    funcmap_emit::emit(m, &ids, layout);
     Ok(())
 }

@@ -206,7 +206,7 @@ pub fn read_early(m: Module) -> Vec<EarlyEntry> {
 
 /// The tag of a bare early marker.
 pub fn read_tag(m: Module, inst: Value) -> Option<(u64, Role)> {
-    let items = inst.metadata_items(m.md_kind(MARKER_TAG_MD))?;
+    let items = inst.metadata_items(crate::tag_kinds(m).0)?;
     match items.as_slice() {
         [MdItem::Int(key), MdItem::Int(role)] => Some((*key, Role::from_code(*role)?)),
         _ => None,

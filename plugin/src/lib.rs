@@ -4,6 +4,7 @@
 //! `opt -load-pass-plugin=... -passes=sqtt`. Settings come from the `SQTT_*` variables through
 //! `sqtt-config`, the same parser the driver uses. Non-AMDGPU modules are left untouched.
 
+mod address;
 mod barriers;
 mod compat;
 mod early;
@@ -134,6 +135,7 @@ impl LlvmModulePass for SqttPass {
                 return PreservedAnalyses::All;
             }
         };
+        named::clear_target_cache();
         match phase {
             Phase::Early => early::run(m, &settings),
             Phase::Late | Phase::LinkLate => {
@@ -146,8 +148,24 @@ impl LlvmModulePass for SqttPass {
     }
 }
 
+/// The metadata kinds of the pass's tags in a context, looked up once per context.
+pub(crate) fn tag_kinds(m: Module) -> (u32, u32) {
+    thread_local! {
+        static KINDS: std::cell::Cell<(usize, u32, u32)> = const { std::cell::Cell::new((0, 0, 0)) };
+    }
+    KINDS.with(|k| {
+        let (ctx, tag, marker) = k.get();
+        if ctx == m.context_key() {
+            return (tag, marker);
+        }
+        let v = (m.md_kind(ledger::MARKER_TAG_MD), m.md_kind(emit::MARKER_MD));
+        k.set((m.context_key(), v.0, v.1));
+        v
+    })
+}
+
 /// Whether an instruction is one the pass made (a marker, its boundary, a bare early marker).
 pub(crate) fn is_sqtt_instruction(m: Module, i: Value) -> bool {
-    i.metadata(m.md_kind(ledger::MARKER_TAG_MD)).is_some()
-        || i.metadata(m.md_kind(emit::MARKER_MD)).is_some()
+    let (tag, marker) = tag_kinds(m);
+    i.metadata(tag).is_some() || i.metadata(marker).is_some()
 }

@@ -22,6 +22,7 @@ extern "C" {
     fn sqtt_shim_inline_asm_string(callee: LLVMValueRef, len: *mut usize) -> *const c_char;
     fn sqtt_shim_inline_call(call: LLVMValueRef) -> c_uint;
     fn sqtt_shim_erase_named_md(m: LLVMModuleRef, nmd: LLVMNamedMDNodeRef);
+    fn sqtt_shim_disable_unroll(branch: LLVMValueRef);
 }
 
 /// Reads a metadata node (as a value) into integers and strings; other operands are skipped.
@@ -144,6 +145,9 @@ impl Module {
     pub fn i64(self) -> Type {
         Type(unsafe { LLVMInt64TypeInContext(self.ctx()) })
     }
+    pub fn i128(self) -> Type {
+        Type(unsafe { LLVMInt128TypeInContext(self.ctx()) })
+    }
     pub fn void(self) -> Type {
         Type(unsafe { LLVMVoidTypeInContext(self.ctx()) })
     }
@@ -202,6 +206,11 @@ impl Module {
             LLVMSetAlignment(gv, 1);
             sqtt_shim_append_to_used(self.0, gv);
         }
+    }
+
+    /// The context this module lives in, as an opaque key.
+    pub fn context_key(self) -> usize {
+        self.ctx() as usize
     }
 
     pub fn md_kind(self, name: &str) -> c_uint {
@@ -290,9 +299,18 @@ impl Value {
     }
 
     pub fn name(self) -> String {
+        self.name_ref().to_string()
+    }
+
+    /// The name without copying it. Valid while the value is (the pass never keeps it longer).
+    pub fn name_ref<'a>(self) -> &'a str {
         let mut len = 0usize;
         let p = unsafe { LLVMGetValueName2(self.0, &mut len) };
-        string_of(p, len)
+        if p.is_null() {
+            return "";
+        }
+        let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, len) };
+        std::str::from_utf8(bytes).unwrap_or("")
     }
 
     // --- functions ---
@@ -500,6 +518,43 @@ impl Value {
         (!m.is_null()).then_some(m)
     }
 
+    /// Successor `i` of a terminator.
+    pub fn successor(self, i: u32) -> Block {
+        Block(unsafe { LLVMGetSuccessor(self.0, i) })
+    }
+
+    /// Adds an incoming value to a PHI.
+    pub fn add_incoming(self, v: Value, from: Block) {
+        let mut vals = [v.0];
+        let mut blocks = [from.0];
+        unsafe { LLVMAddIncoming(self.0, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1) }
+    }
+
+    /// Marks a loop latch so that the loop is never unrolled.
+    pub fn disable_unroll(self) {
+        unsafe { sqtt_shim_disable_unroll(self.0) }
+    }
+
+    /// Whether the value's type is `<4 x i32>` (a legacy buffer resource).
+    pub fn is_v4i32(self) -> bool {
+        unsafe {
+            let ty = LLVMTypeOf(self.0);
+            LLVMGetTypeKind(ty) == sys::LLVMTypeKind::LLVMVectorTypeKind
+                && LLVMGetVectorSize(ty) == 4
+                && LLVMGetTypeKind(LLVMGetElementType(ty)) == sys::LLVMTypeKind::LLVMIntegerTypeKind
+                && LLVMGetIntTypeWidth(LLVMGetElementType(ty)) == 32
+        }
+    }
+
+    /// Whether the value's type is an integer of this width.
+    pub fn is_int_of(self, bits: u32) -> bool {
+        unsafe {
+            let ty = LLVMTypeOf(self.0);
+            LLVMGetTypeKind(ty) == sys::LLVMTypeKind::LLVMIntegerTypeKind
+                && LLVMGetIntTypeWidth(ty) == bits
+        }
+    }
+
     pub fn set_metadata(self, kind: c_uint, md: LLVMValueRef) {
         unsafe { LLVMSetMetadata(self.0, kind, md) }
     }
@@ -654,6 +709,17 @@ impl Builder {
         unsafe { LLVMPositionBuilderBefore(self.0, inst.0) }
     }
 
+    /// The block the builder inserts into.
+    pub fn insertion_block(&self) -> Block {
+        Block(unsafe { LLVMGetInsertBlock(self.0) })
+    }
+
+    /// The debug location given to new instructions.
+    pub fn debug_loc(&self) -> Option<LLVMMetadataRef> {
+        let l = unsafe { LLVMGetCurrentDebugLocation2(self.0) };
+        (!l.is_null()).then_some(l)
+    }
+
     pub fn position_at_end(&self, b: Block) {
         unsafe { LLVMPositionBuilderAtEnd(self.0, b.0) }
     }
@@ -695,6 +761,10 @@ impl Builder {
         Value(unsafe { LLVMBuildAnd(self.0, a.0, b.0, c"".as_ptr()) })
     }
 
+    pub fn or(&self, a: Value, b: Value) -> Value {
+        Value(unsafe { LLVMBuildOr(self.0, a.0, b.0, c"".as_ptr()) })
+    }
+
     pub fn lshr(&self, a: Value, b: Value) -> Value {
         Value(unsafe { LLVMBuildLShr(self.0, a.0, b.0, c"".as_ptr()) })
     }
@@ -715,6 +785,34 @@ impl Builder {
         })
     }
 
+    pub fn phi(&self, ty: Type) -> Value {
+        Value(unsafe { LLVMBuildPhi(self.0, ty.0, c"".as_ptr()) })
+    }
+
+    pub fn add(&self, a: Value, b: Value) -> Value {
+        Value(unsafe { LLVMBuildAdd(self.0, a.0, b.0, c"".as_ptr()) })
+    }
+
+    pub fn icmp_ult(&self, a: Value, b: Value) -> Value {
+        Value(unsafe {
+            LLVMBuildICmp(
+                self.0,
+                sys::LLVMIntPredicate::LLVMIntULT,
+                a.0,
+                b.0,
+                c"".as_ptr(),
+            )
+        })
+    }
+
+    pub fn extract_element(&self, v: Value, index: Value) -> Value {
+        Value(unsafe { LLVMBuildExtractElement(self.0, v.0, index.0, c"".as_ptr()) })
+    }
+
+    pub fn ptr_to_int(&self, v: Value, ty: Type) -> Value {
+        Value(unsafe { LLVMBuildPtrToInt(self.0, v.0, ty.0, c"".as_ptr()) })
+    }
+
     pub fn trunc(&self, v: Value, ty: Type) -> Value {
         Value(unsafe { LLVMBuildTrunc(self.0, v.0, ty.0, c"".as_ptr()) })
     }
@@ -722,6 +820,14 @@ impl Builder {
     pub fn zext_or_bitcast(&self, v: Value, ty: Type) -> Value {
         Value(unsafe { LLVMBuildZExtOrBitCast(self.0, v.0, ty.0, c"".as_ptr()) })
     }
+}
+
+pub fn const_i64(m: Module, v: u64) -> Value {
+    const_int(m.i64(), v)
+}
+
+pub fn const_int(ty: Type, v: u64) -> Value {
+    Value(unsafe { LLVMConstInt(ty.0, v, 0) })
 }
 
 /// Appends a new empty block to a function, placed after `after`.

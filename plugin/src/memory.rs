@@ -37,7 +37,7 @@ pub fn classify(i: Value) -> Option<MemKind> {
     if i.is_atomic_rmw() || i.is_cmpxchg() {
         return is_vmem_space(i.operand(0)).then_some(MemKind::Store);
     }
-    let name = i.called_function()?.name();
+    let name = i.called_function()?.name_ref();
     let rest = name.strip_prefix("llvm.amdgcn.")?;
     let buffer = [
         "raw.buffer.",
@@ -98,7 +98,7 @@ pub fn placements(
             // Debug intrinsics and the pass's own markers do not count toward gaps.
             if crate::is_sqtt_instruction(m, i)
                 || i.called_function()
-                    .is_some_and(|c| c.name().starts_with("llvm.dbg."))
+                    .is_some_and(|c| c.name_ref().starts_with("llvm.dbg."))
             {
                 continue;
             }

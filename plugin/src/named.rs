@@ -83,7 +83,7 @@ pub fn resolve_name(arg: Value) -> Option<String> {
 /// does to pass the name).
 fn is_transparent(i: Value) -> bool {
     if let Some(f) = i.called_function() {
-        let n = f.name();
+        let n = f.name_ref();
         return n.starts_with("llvm.dbg.") || n.starts_with("llvm.lifetime.");
     }
     if i.is_store() {
@@ -111,7 +111,7 @@ pub fn next_real_instruction(i: Value) -> Option<Value> {
 
 fn is_debug_call(i: Value) -> bool {
     i.called_function()
-        .map(|f| f.name().starts_with("llvm.dbg."))
+        .map(|f| f.name_ref().starts_with("llvm.dbg."))
         .unwrap_or(false)
 }
 
@@ -138,7 +138,7 @@ pub enum BarrierOp {
 }
 
 pub fn is_barrier_intrinsic(i: Value) -> Option<BarrierOp> {
-    let n = i.called_function()?.name();
+    let n = i.called_function()?.name_ref();
     if n == "llvm.amdgcn.s.barrier" {
         Some(BarrierOp::Full)
     } else if n.starts_with("llvm.amdgcn.s.barrier.signal") {
@@ -158,7 +158,7 @@ pub fn collect(m: Module, f: Value) -> Result<Vec<Vec<Call>>, String> {
             let Some(callee) = inst.called_function() else {
                 continue;
             };
-            let Some(kind) = Sentinel::of(&callee.name()) else {
+            let Some(kind) = Sentinel::of(callee.name_ref()) else {
                 continue;
             };
             let name = resolve_name(inst.arg(0)).ok_or_else(|| {
@@ -316,9 +316,28 @@ pub fn place_marker(
     }
 }
 
+thread_local! {
+    static TARGETS: std::cell::RefCell<std::collections::HashMap<Value, Target>> = Default::default();
+}
+
 /// The target of a function from its `target-cpu` attribute; functions without one (linked in
-/// from the device libraries) take the module's.
+/// from the device libraries) take the module's. Cached for one run of the pass.
 pub fn target_of(f: Value) -> Result<Target, String> {
+    if let Some(t) = TARGETS.with(|c| c.borrow().get(&f).cloned()) {
+        return Ok(t);
+    }
+    let t = target_of_uncached(f)?;
+    TARGETS.with(|c| c.borrow_mut().insert(f, t.clone()));
+    Ok(t)
+}
+
+/// Forgets the cached targets: a finished module's functions may be freed and their addresses
+/// reused.
+pub fn clear_target_cache() {
+    TARGETS.with(|c| c.borrow_mut().clear());
+}
+
+fn target_of_uncached(f: Value) -> Result<Target, String> {
     let cpu = f
         .string_attribute("target-cpu")
         .or_else(|| module_target_cpu(f))

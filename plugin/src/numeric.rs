@@ -10,7 +10,7 @@ use crate::scope::ScopeChecks;
 fn is_header_sched_barrier(emitter: &Emitter, i: Option<Value>) -> Option<Value> {
     let i = i?;
     let f = i.called_function()?;
-    (f.name() == "llvm.amdgcn.sched.barrier" && !emitter.is_plugin_marker(i)).then_some(i)
+    (f.name_ref() == "llvm.amdgcn.sched.barrier" && !emitter.is_plugin_marker(i)).then_some(i)
 }
 
 pub fn wrap_numeric_markers(
@@ -37,8 +37,13 @@ pub fn wrap_numeric_markers(
         let target = target_of(f)?;
         for call in found {
             let value = call.arg(0);
+            // Exits are indistinguishable from the pass's own and take the packed form; other
+            // numeric values stay legacy.
             let record = match value.const_int_value() {
-                Some(v) => Record::Const(v as u32),
+                Some(v) if v as u32 == sqtt_markers::encoding::EXIT_VALUE => {
+                    Record::Const(v as u32)
+                }
+                Some(v) => Record::UserValue(v as u32),
                 None => Record::Dynamic(value),
             };
             // The header's own sched_barriers are replaced by the plugin's marker sequence.

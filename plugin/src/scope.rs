@@ -44,11 +44,6 @@ impl ScopeChecks {
         .collect()
     }
 
-    /// Whether markers of functions for this target are filtered at all.
-    pub fn filters(&self, target: &Target) -> bool {
-        !self.active_fields(target).is_empty()
-    }
-
     /// The function's `i1` in-scope value, built once at the top of its entry block.
     pub fn in_scope(&mut self, m: Module, function: Value, target: &Target) -> Option<Value> {
         if let Some(v) = self.cache.get(&function) {

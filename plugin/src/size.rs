@@ -11,7 +11,7 @@ fn weight(i: Value, weighted: bool, is_sqtt: &dyn Fn(Value) -> bool) -> u64 {
         return 0;
     }
     if let Some(f) = i.called_function() {
-        let n = f.name();
+        let n = f.name_ref();
         if n.starts_with("llvm.dbg.") || n.starts_with("llvm.lifetime.") {
             return 0;
         }

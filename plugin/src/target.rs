@@ -17,6 +17,9 @@ pub struct Target {
     pub wave_size: u32,
 }
 
+/// `HW_REG_SHADER_CYCLES_LO` (gfx1200/gfx1201).
+pub const HW_REG_SHADER_CYCLES_LO: u32 = 29;
+
 /// A field of a hardware ID register: `s_getreg_b32` immediate and field width.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HwRegField {

@@ -3,44 +3,35 @@
 use std::path::Path;
 
 use rustc_hash::FxHashMap;
+use sqtt_codeobj::FuncmapState;
 use sqtt_markers::{Entry, EntryKind, Funcmap};
 
 use crate::error::Error;
 
-/// Reads the funcmap of one code object file (`*_code_object_id_<N>.out`, a bare ELF).
+/// Reads the funcmap of one code object file (`*_code_object_id_<N>.out`, a bare AMDGPU ELF;
+/// anything `sqtt-codeobj` reads works): the funcmap of its first code object that has one.
 ///
-/// `Ok(None)` when the file holds no `.sqtt_funcmap` section. This is the one place that reads
-/// code objects; it will go through `sqtt-codeobj` once that crate is on main.
+/// `Ok(None)` when no code object in the file has a `.sqtt_funcmap` section. This is the one
+/// place the trace tools read code objects.
 pub fn read_code_object_funcmap(path: &Path) -> Result<Option<Funcmap>, Error> {
-    let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    funcmap_from_elf_bytes(&data).map_err(|reason| match reason {
-        ElfProblem::Parse(error) => Error::Funcmap {
+    let cos = sqtt_codeobj::read_path(path).map_err(|e| Error::CodeObject(e.to_string()))?;
+    let mut malformed = None;
+    for co in cos {
+        match co.funcmap {
+            FuncmapState::Present { map, .. } => return Ok(Some(map)),
+            FuncmapState::Malformed(error) => {
+                malformed.get_or_insert(error);
+            }
+            FuncmapState::Missing | FuncmapState::NotLinked => {}
+        }
+    }
+    match malformed {
+        Some(error) => Err(Error::Funcmap {
             path: path.to_path_buf(),
             error,
-        },
-        ElfProblem::Other(reason) => Error::Malformed {
-            path: path.to_path_buf(),
-            reason,
-        },
-    })
-}
-
-enum ElfProblem {
-    Parse(sqtt_markers::ParseError),
-    Other(String),
-}
-
-fn funcmap_from_elf_bytes(data: &[u8]) -> Result<Option<Funcmap>, ElfProblem> {
-    use object::{Object, ObjectSection};
-    let file = object::File::parse(data)
-        .map_err(|e| ElfProblem::Other(format!("not an ELF code object: {e}")))?;
-    let Some(section) = file.section_by_name(sqtt_markers::funcmap::SECTION_NAME) else {
-        return Ok(None);
-    };
-    let bytes = section
-        .data()
-        .map_err(|e| ElfProblem::Other(format!("unreadable .sqtt_funcmap section: {e}")))?;
-    Funcmap::parse(bytes).map(Some).map_err(ElfProblem::Parse)
+        }),
+        None => Ok(None),
+    }
 }
 
 /// Address-trace protocol families (spec "Address width by type").
@@ -240,56 +231,14 @@ pub fn default_wave_size(gfxip: Option<&str>) -> u32 {
     }
 }
 
-/// Demangles an Itanium C++ name when it is one; other names are returned unchanged.
+/// Demangles an Itanium C++ name when it is one (a kernel descriptor's `.kd` suffix is
+/// dropped first); other names are returned unchanged.
 pub fn demangle(name: &str) -> String {
     let base = name.strip_suffix(".kd").unwrap_or(name);
-    match cpp_demangle::Symbol::new(base) {
-        Ok(sym) => sym.demangle().unwrap_or_else(|_| name.to_string()),
-        Err(_) => name.to_string(),
+    let d = sqtt_codeobj::demangle(base);
+    if d == base {
+        name.to_string()
+    } else {
+        d
     }
-}
-
-/// Renders the funcmap table of `sqtt funcmap` (type, ID, extra payload count, name, source).
-pub fn render_table(map: &Funcmap, demangle_names: bool) -> String {
-    let mut out = String::new();
-    if let Some(w) = map.wave_size {
-        out.push_str(&format!("  wave_size: {w}\n"));
-    }
-    if let Some(l) = map.clock_layout {
-        out.push_str(&format!(
-            "  shader_clock_bits: {}  shader_clock_shift: {}\n",
-            l.shader_clock_bits, l.shader_clock_shift
-        ));
-    }
-    out.push_str(&format!(
-        "{:>6} {:>9} {:>9}  {}\n",
-        "Type", "ID", "Extra", "Name"
-    ));
-    out.push_str(&format!(
-        "{:>6} {:>9} {:>9}  {}\n",
-        "----", "---", "-----", "----"
-    ));
-    for e in &map.entries {
-        let id = e.id.map(|i| i.to_string()).unwrap_or_else(|| "-".into());
-        let extra = e.id.map(|i| map.payload_count(i)).unwrap_or(0);
-        let name = if demangle_names {
-            demangle(&e.name)
-        } else {
-            e.name.clone()
-        };
-        let loc = e
-            .source_loc
-            .as_ref()
-            .map(|l| format!("  @ {l}"))
-            .unwrap_or_default();
-        out.push_str(&format!(
-            "{:>6} {:>9} {:>9}  {}{}\n",
-            e.kind.label(),
-            id,
-            extra,
-            name,
-            loc
-        ));
-    }
-    out
 }

@@ -24,6 +24,9 @@ pub enum Error {
         path: PathBuf,
         error: sqtt_markers::ParseError,
     },
+    /// A code object file `sqtt-codeobj` could not read (the message names the file).
+    #[error("{0}")]
+    CodeObject(String),
     #[error("{}: no ui_output_* directory (and no shaderdata_*.json) found: not a rocprofv3 --att output directory", .0.display())]
     NotATraceDir(PathBuf),
     #[error("nothing usable: {0}")]

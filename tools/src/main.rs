@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use sqtt_thread_trace::cli as tt;
 use sqtt_tools::diag::{Diagnostics, NoProgress, Progress};
 use sqtt_tools::engine::Options;
 
@@ -31,6 +32,12 @@ enum Command {
     Perfetto(PerfettoArgs),
     /// Address-trace blocks as JSON, or a per-op summary.
     Memory(MemoryArgs),
+    /// The waves of one shader engine's raw thread trace.
+    Waves(tt::WavesArgs),
+    /// The realtime markers of one shader engine's raw thread trace and the clock they fit.
+    Clock(tt::ClockArgs),
+    /// The PM4 packets that start or stop a thread trace.
+    ThreadTrace(tt::ThreadTraceArgs),
 }
 
 #[derive(Args)]
@@ -153,22 +160,25 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let mut out = std::io::stdout().lock();
             let mut failed = 0;
             for f in &a.files {
-                match sqtt_tools::codeobj::read_code_object_funcmap(f) {
-                    Ok(Some(map)) => {
-                        writeln!(out, "{}:", f.display())?;
-                        write!(
-                            out,
-                            "{}",
-                            sqtt_tools::codeobj::render_table(&map, a.demangle)
-                        )?;
+                match sqtt_codeobj::read_path(f) {
+                    Ok(cos) if cos.is_empty() => {
+                        writeln!(out, "{}: no code objects", f.display())?;
                     }
-                    Ok(None) => writeln!(out, "{}: no .sqtt_funcmap section", f.display())?,
+                    Ok(cos) => {
+                        let name = f.display().to_string();
+                        for co in &cos {
+                            let text =
+                                sqtt_codeobj::table::render_code_object(&name, co, a.demangle);
+                            out.write_all(text.as_bytes())?;
+                        }
+                    }
                     Err(e) => {
                         eprintln!("sqtt: error: {e}");
                         failed += 1;
                     }
                 }
             }
+            out.flush()?;
             if failed > 0 {
                 anyhow::bail!("{failed} of {} files could not be read", a.files.len());
             }
@@ -201,6 +211,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 eprintln!("sqtt: wrote {}", f.display());
             }
         }
+        Command::Waves(a) => tt::run_waves(&a, &mut std::io::stdout().lock())?,
+        Command::Clock(a) => tt::run_clock(&a, &mut std::io::stdout().lock())?,
+        Command::ThreadTrace(a) => tt::run_thread_trace(&a, &mut std::io::stdout().lock())?,
         Command::Memory(a) => {
             let p = progress();
             let opts = a.common.options();
@@ -243,7 +256,8 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("sqtt: error: {e:#}");
-            ExitCode::from(1)
+            // 2 for the usage errors the thread-trace subcommands find themselves, else 1.
+            ExitCode::from(tt::exit_code(&e) as u8)
         }
     }
 }

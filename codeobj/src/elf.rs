@@ -1,0 +1,313 @@
+//! ELF: host binaries (their `.hip_fatbin` and rdc bundle sections) and AMDGPU code objects.
+
+use object::elf;
+use object::read::elf::{ElfFile64, FileHeader, SectionHeader};
+use object::{LittleEndian as LE, Object, ObjectSection, ObjectSymbol, SymbolKind as OSymKind};
+
+use crate::{
+    arch_of_target_id, bundle, parse_funcmap_section, CodeObject, Error, FuncmapState, Symbol,
+    SymbolKind, SECTION_NAME,
+};
+
+pub const BITCODE_MAGIC: &[u8] = b"BC\xC0\xDE";
+pub const BITCODE_WRAPPER_MAGIC: &[u8] = b"\xDE\xC0\x17\x0B";
+/// Prefix of the per-target sections of `-fgpu-rdc -c` objects.
+pub const RDC_SECTION_PREFIX: &str = "__CLANG_OFFLOAD_BUNDLE__";
+
+/// Runs `f` on `d`, copied to an 8-byte aligned buffer when `d` is not aligned (archive members,
+/// decompressed bundles): the ELF reader needs aligned headers.
+fn with_aligned<R>(d: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+    if d.as_ptr().align_offset(8) == 0 {
+        return f(d);
+    }
+    let mut buf = vec![0u64; d.len().div_ceil(8)];
+    // SAFETY: the u64 buffer has at least d.len() bytes; u8 has no alignment or validity needs.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), d.len()) };
+    bytes.copy_from_slice(d);
+    f(bytes)
+}
+
+/// Whether an ELF image is an AMDGPU code object (64-bit, little endian, e_machine 0xE0).
+pub fn is_amdgpu(d: &[u8]) -> bool {
+    d.len() >= 20 && d[4] == 2 && d[5] == 1 && u16::from_le_bytes([d[18], d[19]]) == elf::EM_AMDGPU
+}
+
+/// A host ELF: code objects of `.hip_fatbin` and of rdc per-target sections.
+pub fn read_host(d: &[u8], origin: &str, out: &mut Vec<CodeObject>) -> Result<(), Error> {
+    with_aligned(d, |d| read_host_aligned(d, origin, out))
+}
+
+fn read_host_aligned(d: &[u8], origin: &str, out: &mut Vec<CodeObject>) -> Result<(), Error> {
+    if d.len() < 6 || d[4] != 2 || d[5] != 1 {
+        return Err(Error::corrupt(
+            origin,
+            4,
+            "only 64-bit little-endian ELF files are supported",
+        ));
+    }
+    let file = ElfFile64::<LE>::parse(d)
+        .map_err(|e| Error::corrupt(origin, 0, format!("bad ELF file: {e}")))?;
+    for s in file.sections() {
+        let Ok(name) = s.name() else { continue };
+        if name == ".hip_fatbin" {
+            let data = section_data(&s, origin)?;
+            bundle::walk_fatbin(data, origin, ".hip_fatbin bundle", out)?;
+        } else if let Some(id) = name.strip_prefix(RDC_SECTION_PREFIX) {
+            if id.starts_with("host-") {
+                continue;
+            }
+            let data = section_data(&s, origin)?;
+            let location = format!("section {name}");
+            let target_id = bundle::target_id_of_bundle_id(id);
+            if data.starts_with(b"\x7fELF") && is_amdgpu(data) {
+                out.push(read_code_object(
+                    data,
+                    origin,
+                    &location,
+                    None,
+                    Some(target_id),
+                )?);
+            } else if data.starts_with(bundle::MAGIC) || data.starts_with(bundle::CCOB_MAGIC) {
+                bundle::walk_fatbin(data, origin, &location, out)?;
+            } else {
+                out.push(bitcode_object(
+                    data,
+                    &location,
+                    None,
+                    Some(id.into()),
+                    &target_id,
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn section_data<'a>(
+    s: &object::read::elf::ElfSection64<'a, '_, LE>,
+    origin: &str,
+) -> Result<&'a [u8], Error> {
+    let off = s.elf_section_header().sh_offset(LE);
+    s.data().map_err(|e| {
+        Error::corrupt(
+            origin,
+            off,
+            format!(
+                "section {} lies outside the file: {e}",
+                s.name().unwrap_or("?")
+            ),
+        )
+    })
+}
+
+/// A not-yet-linked bitcode module.
+pub fn bitcode_object(
+    d: &[u8],
+    location: &str,
+    bundle_index: Option<usize>,
+    bundle_entry_id: Option<String>,
+    target_id: &str,
+) -> CodeObject {
+    CodeObject {
+        location: format!("{location} (LLVM bitcode)"),
+        bundle_index,
+        bundle_entry_id,
+        target_id: target_id.to_string(),
+        arch: arch_of_target_id(target_id),
+        funcmap: FuncmapState::NotLinked,
+        symbols: Vec::new(),
+        size: d.len() as u64,
+    }
+}
+
+/// An AMDGPU code object.
+pub fn read_code_object(
+    d: &[u8],
+    origin: &str,
+    location: &str,
+    bundle: Option<(usize, String)>,
+    target_id: Option<String>,
+) -> Result<CodeObject, Error> {
+    with_aligned(d, |d| {
+        read_code_object_aligned(d, origin, location, bundle, target_id)
+    })
+}
+
+fn read_code_object_aligned(
+    d: &[u8],
+    origin: &str,
+    location: &str,
+    bundle: Option<(usize, String)>,
+    target_id: Option<String>,
+) -> Result<CodeObject, Error> {
+    let ctx = |what: String| Error::Corrupt {
+        origin: origin.to_string(),
+        offset: 0,
+        reason: format!("{location}: {what}"),
+    };
+    if !is_amdgpu(d) {
+        return Err(ctx(
+            "not an AMDGPU code object (e_machine is not 0xE0)".into()
+        ));
+    }
+    let file = ElfFile64::<LE>::parse(d).map_err(|e| ctx(format!("bad ELF file: {e}")))?;
+    let header = file.elf_header();
+    let flags = header.e_flags(LE);
+    let abi = header.e_ident().abi_version;
+    let from_flags = target_id_of_flags(flags, abi);
+    let target_id = target_id.unwrap_or_else(|| from_flags.clone());
+    let mut arch = arch_of_target_id(&target_id);
+    if arch.is_empty() {
+        arch = arch_of_target_id(&from_flags);
+    }
+
+    let funcmap = match file.section_by_name(SECTION_NAME) {
+        Some(s) => {
+            let data = s
+                .data()
+                .map_err(|e| ctx(format!("{SECTION_NAME} lies outside the code object: {e}")))?;
+            parse_funcmap_section(data)
+        }
+        None => FuncmapState::Missing,
+    };
+
+    let mut syms: Vec<(String, u64, u64, OSymKind)> = Vec::new();
+    let mut push = |s: object::read::elf::ElfSymbol64<'_, '_, LE>| {
+        if let Ok(n) = s.name() {
+            if !n.is_empty() {
+                syms.push((n.to_string(), s.address(), s.size(), s.kind()));
+            }
+        }
+    };
+    let mut any = false;
+    for s in file.symbols() {
+        any = true;
+        push(s);
+    }
+    if !any {
+        for s in file.dynamic_symbols() {
+            push(s);
+        }
+    }
+    let descriptors: std::collections::HashSet<&str> = syms
+        .iter()
+        .filter_map(|(n, ..)| n.strip_suffix(".kd"))
+        .collect();
+    let mut symbols: Vec<Symbol> = syms
+        .iter()
+        .filter(|(_, _, _, k)| *k == OSymKind::Text)
+        .map(|(n, a, s, _)| Symbol {
+            name: n.clone(),
+            vaddr: *a,
+            size: *s,
+            kind: if descriptors.contains(n.as_str()) {
+                SymbolKind::Kernel
+            } else {
+                SymbolKind::Function
+            },
+        })
+        .collect();
+    symbols.sort_by(|a, b| (a.vaddr, &a.name).cmp(&(b.vaddr, &b.name)));
+    symbols.dedup_by(|a, b| a.name == b.name && a.vaddr == b.vaddr);
+
+    let (bundle_index, bundle_entry_id) = match bundle {
+        Some((i, id)) => (Some(i), Some(id)),
+        None => (None, None),
+    };
+    Ok(CodeObject {
+        location: location.to_string(),
+        bundle_index,
+        bundle_entry_id,
+        target_id,
+        arch,
+        funcmap,
+        symbols,
+        size: d.len() as u64,
+    })
+}
+
+/// The target id a code object's `e_flags` describe.
+pub fn target_id_of_flags(flags: u32, abi_version: u8) -> String {
+    let mach = flags & 0xff;
+    let name = mach_name(mach)
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("unknown-mach-{mach:#x}"));
+    let mut id = format!("amdgcn-amd-amdhsa--{name}");
+    // Code object v4 and later (ABI version >= 2): two-bit feature fields.
+    if abi_version >= 2 {
+        let feat = |v: u32| match v {
+            2 => Some('-'),
+            3 => Some('+'),
+            _ => None,
+        };
+        if let Some(c) = feat((flags >> 10) & 3) {
+            id.push_str(&format!(":sramecc{c}"));
+        }
+        if let Some(c) = feat((flags >> 8) & 3) {
+            id.push_str(&format!(":xnack{c}"));
+        }
+    } else {
+        if flags & 0x200 != 0 {
+            id.push_str(":sramecc+");
+        }
+        if flags & 0x100 != 0 {
+            id.push_str(":xnack+");
+        }
+    }
+    id
+}
+
+/// Processor name of an `EF_AMDGPU_MACH` value.
+pub fn mach_name(mach: u32) -> Option<&'static str> {
+    Some(match mach {
+        0x020 => "gfx600",
+        0x021 => "gfx601",
+        0x022 => "gfx700",
+        0x023 => "gfx701",
+        0x024 => "gfx702",
+        0x025 => "gfx703",
+        0x026 => "gfx704",
+        0x028 => "gfx801",
+        0x029 => "gfx802",
+        0x02a => "gfx803",
+        0x02b => "gfx810",
+        0x02c => "gfx900",
+        0x02d => "gfx902",
+        0x02e => "gfx904",
+        0x02f => "gfx906",
+        0x030 => "gfx908",
+        0x031 => "gfx909",
+        0x032 => "gfx90c",
+        0x033 => "gfx1010",
+        0x034 => "gfx1011",
+        0x035 => "gfx1012",
+        0x036 => "gfx1030",
+        0x037 => "gfx1031",
+        0x038 => "gfx1032",
+        0x039 => "gfx1033",
+        0x03a => "gfx602",
+        0x03b => "gfx705",
+        0x03c => "gfx805",
+        0x03d => "gfx1035",
+        0x03e => "gfx1034",
+        0x03f => "gfx90a",
+        0x040 => "gfx940",
+        0x041 => "gfx1100",
+        0x042 => "gfx1013",
+        0x043 => "gfx1150",
+        0x044 => "gfx1103",
+        0x045 => "gfx1036",
+        0x046 => "gfx1101",
+        0x047 => "gfx1102",
+        0x048 => "gfx1200",
+        0x049 => "gfx1250",
+        0x04a => "gfx1151",
+        0x04b => "gfx941",
+        0x04c => "gfx942",
+        0x04e => "gfx1201",
+        0x04f => "gfx950",
+        0x055 => "gfx1152",
+        0x058 => "gfx1153",
+        _ => return None,
+    })
+}

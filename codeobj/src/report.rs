@@ -1,0 +1,183 @@
+//! The JSON report of `sqtt-hipcc --check --json` (schema documented in docs/check-json.md).
+//! Versioned: [`SCHEMA_VERSION`] grows when a field changes meaning or disappears; new fields
+//! may be added without a bump.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{demangle, CodeObject, EntryKind, FuncmapState, SymbolKind};
+
+/// Version of the report schema.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckReport {
+    pub schema_version: u32,
+    /// Tool that wrote the report, e.g. `sqtt-hipcc 0.1.0`.
+    pub tool: String,
+    /// `--arch` filter, when given.
+    pub arch_filter: Option<String>,
+    pub files: Vec<FileReport>,
+    pub requirements: Vec<RequirementReport>,
+    /// Every selected code object valid (or not yet linked) and every requirement met.
+    pub ok: bool,
+    /// The process exit status: 0 ok, 1 check failed, 2 usage error.
+    pub exit_code: i32,
+}
+
+/// One input file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileReport {
+    pub path: String,
+    /// Why the file could not be read; `code_objects` is empty then.
+    pub error: Option<String>,
+    /// Selected code objects (all, without `--arch`).
+    pub code_objects: Vec<CodeObjectReport>,
+}
+
+/// One code object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CodeObjectReport {
+    pub location: String,
+    pub bundle_index: Option<usize>,
+    pub target_id: String,
+    pub arch: String,
+    /// `ok`, `missing`, `invalid` or `not_linked`.
+    pub status: String,
+    pub problems: Vec<String>,
+    pub summary: Summary,
+    /// Funcmaps the section joins (1; more after an `-fgpu-rdc` link), 0 without funcmap.
+    pub translation_units: usize,
+    pub entries: Vec<EntryReport>,
+}
+
+/// The counts of the one-line CI summary.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    pub kernels: usize,
+    pub functions: usize,
+    pub user: usize,
+    pub points: usize,
+    /// Markers with `extra_payload_count > 0`.
+    pub payload_markers: usize,
+    pub wave_size: Option<u32>,
+    /// `M:` layout, `None` for the legacy full-ID layout.
+    pub shader_clock_bits: Option<u32>,
+    pub shader_clock_shift: Option<u32>,
+}
+
+impl Summary {
+    pub fn of(co: &CodeObject) -> Summary {
+        let Some(m) = co.funcmap.map() else {
+            return Summary::default();
+        };
+        let count = |k| m.entries.iter().filter(|e| e.kind == k).count();
+        Summary {
+            kernels: count(EntryKind::Kernel),
+            functions: count(EntryKind::Function),
+            user: count(EntryKind::User),
+            points: count(EntryKind::Point),
+            payload_markers: m.payloads.iter().filter(|(_, n)| *n > 0).count(),
+            wave_size: m.wave_size,
+            shader_clock_bits: m.clock_layout.map(|l| l.shader_clock_bits),
+            shader_clock_shift: m.clock_layout.map(|l| l.shader_clock_shift),
+        }
+    }
+
+    /// `off` or `BITS@SHIFT`.
+    pub fn clock_text(&self) -> String {
+        match (self.shader_clock_bits, self.shader_clock_shift) {
+            (Some(b), Some(s)) => format!("{b}@{s}"),
+            _ => "off".into(),
+        }
+    }
+}
+
+/// One funcmap row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryReport {
+    /// `kernel`, `function`, `user` or `point`.
+    pub kind: String,
+    pub id: Option<u32>,
+    pub name: String,
+    /// The demangled name, when it differs.
+    pub demangled: Option<String>,
+    pub source_loc: Option<String>,
+    /// Address of the kernel's or function's symbol.
+    pub vaddr: Option<u64>,
+    /// A function row without a symbol (inlined everywhere).
+    pub inlined: bool,
+    pub extra_payload_count: u32,
+    pub address_trace: bool,
+}
+
+impl CodeObjectReport {
+    pub fn of(co: &CodeObject) -> CodeObjectReport {
+        let mut entries = Vec::new();
+        if let Some(m) = co.funcmap.map() {
+            for e in crate::table::ordered_entries(m) {
+                let sym = co.symbol(&e.name);
+                let vaddr = match e.kind {
+                    EntryKind::Kernel | EntryKind::Function => sym.map(|s| s.vaddr),
+                    _ => None,
+                };
+                let d = demangle(&e.name);
+                entries.push(EntryReport {
+                    kind: match e.kind {
+                        EntryKind::Kernel => "kernel",
+                        EntryKind::Function => "function",
+                        EntryKind::User => "user",
+                        EntryKind::Point => "point",
+                    }
+                    .into(),
+                    id: e.id,
+                    name: e.name.clone(),
+                    demangled: (d != e.name).then_some(d),
+                    source_loc: e.source_loc.clone(),
+                    vaddr,
+                    inlined: e.kind == EntryKind::Function && sym.is_none(),
+                    extra_payload_count: e.id.map(|i| m.payload_count(i)).unwrap_or(0),
+                    address_trace: e.is_address_trace(),
+                });
+            }
+        }
+        let translation_units = match &co.funcmap {
+            FuncmapState::Present { parts, .. } => *parts,
+            _ => 0,
+        };
+        let _ = SymbolKind::Kernel;
+        CodeObjectReport {
+            location: co.location.clone(),
+            bundle_index: co.bundle_index,
+            target_id: co.target_id.clone(),
+            arch: co.arch.clone(),
+            status: co.funcmap.status().into(),
+            problems: co.funcmap.problem_texts(),
+            summary: Summary::of(co),
+            translation_units,
+            entries,
+        }
+    }
+}
+
+/// One `--require` spec and where it was looked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequirementReport {
+    pub spec: String,
+    pub kind: String,
+    pub pattern: String,
+    /// Met in every selected code object.
+    pub satisfied: bool,
+    pub results: Vec<RequirementResult>,
+}
+
+/// A requirement in one code object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequirementResult {
+    pub path: String,
+    pub location: String,
+    pub arch: String,
+    pub satisfied: bool,
+    /// Names of the rows that satisfy it.
+    pub matches: Vec<String>,
+}

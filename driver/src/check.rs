@@ -1,0 +1,244 @@
+//! `sqtt-hipcc --check FILE... [--demangle] [--json] [--require KIND:GLOB]... [--arch GFX]`.
+//!
+//! Exit status: 0 every selected code object has a valid funcmap (or is not yet linked) and every
+//! requirement is met; 1 a funcmap is missing or invalid, a file holds no (selected) code object
+//! or cannot be parsed, or a requirement is missing; 2 usage errors (unknown option, malformed
+//! `--require`, no file, a file that cannot be opened).
+
+use std::io::Write;
+
+use sqtt_codeobj::report::{
+    CheckReport, CodeObjectReport, FileReport, RequirementReport, RequirementResult, SCHEMA_VERSION,
+};
+use sqtt_codeobj::require::Requirement;
+use sqtt_codeobj::table::render_code_object;
+use sqtt_codeobj::{CodeObject, Error, FuncmapState};
+
+pub const HELP: &str = "\
+usage: sqtt-hipcc --check [OPTIONS] FILE...
+
+Prints the .sqtt_funcmap of every code object in FILE (executable, shared library, .o, bare code
+object, offload bundle, CCOB bundle) and checks it.
+
+  --demangle           demangle C++ names in the table
+  --json               print a JSON report (schema: docs/check-json.md) instead of the tables
+  --require KIND:GLOB  require a funcmap row of KIND whose mangled or demangled name matches GLOB
+                       in every selected code object; KIND: kernel, function, user, point,
+                       barrier, memory, address, any (repeatable)
+  --arch GFX           check only code objects of this processor (e.g. gfx90a)
+  --help               this text
+
+Exit status: 0 all valid and all requirements met, 1 a check failed, 2 usage error.
+";
+
+struct Options {
+    demangle: bool,
+    json: bool,
+    requires: Vec<Requirement>,
+    arch: Option<String>,
+    files: Vec<String>,
+}
+
+fn usage(msg: &str) -> i32 {
+    eprintln!("sqtt-hipcc --check: error: {msg}");
+    eprintln!("run `sqtt-hipcc --check --help` for the options");
+    2
+}
+
+fn parse(args: &[String]) -> Result<Option<Options>, String> {
+    let mut o = Options {
+        demangle: false,
+        json: false,
+        requires: Vec::new(),
+        arch: None,
+        files: Vec::new(),
+    };
+    let mut i = 0;
+    let mut only_files = false;
+    while i < args.len() {
+        let a = &args[i];
+        i += 1;
+        if only_files || !a.starts_with('-') || a == "-" {
+            o.files.push(a.clone());
+            continue;
+        }
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
+            _ => (a.as_str(), None),
+        };
+        let mut value = |what: &str| -> Result<String, String> {
+            if let Some(v) = inline.clone() {
+                return Ok(v);
+            }
+            i += 1;
+            args.get(i - 1)
+                .cloned()
+                .ok_or_else(|| format!("{name} needs a value ({what})"))
+        };
+        match name {
+            "--" => only_files = true,
+            "--help" | "-h" => return Ok(None),
+            "--demangle" if inline.is_none() => o.demangle = true,
+            "--json" if inline.is_none() => o.json = true,
+            "--require" => {
+                let spec = value("KIND:GLOB")?;
+                o.requires
+                    .push(Requirement::parse(&spec).map_err(|e| e.to_string())?);
+            }
+            "--arch" => {
+                let v = value("a processor such as gfx90a")?;
+                if v.is_empty() {
+                    return Err("--arch needs a processor such as gfx90a".into());
+                }
+                o.arch = Some(v);
+            }
+            _ => return Err(format!("unknown option {a}")),
+        }
+    }
+    if o.files.is_empty() {
+        return Err("no FILE given".into());
+    }
+    Ok(Some(o))
+}
+
+struct FileResult {
+    path: String,
+    result: Result<Vec<CodeObject>, Error>,
+}
+
+pub fn main(args: &[String]) -> i32 {
+    let o = match parse(args) {
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            print!("{HELP}");
+            return 0;
+        }
+        Err(e) => return usage(&e),
+    };
+    let mut failed = false;
+    let mut usage_error = false;
+    let mut files: Vec<FileResult> = Vec::new();
+    for f in &o.files {
+        let result = sqtt_codeobj::read_path(std::path::Path::new(f)).map(|cos| {
+            cos.into_iter()
+                .filter(|c| o.arch.as_deref().is_none_or(|a| c.matches_arch(a)))
+                .collect::<Vec<_>>()
+        });
+        files.push(FileResult {
+            path: f.clone(),
+            result,
+        });
+    }
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut errors: Vec<String> = Vec::new();
+    let mut file_reports = Vec::new();
+    for fr in &files {
+        let mut rep = FileReport {
+            path: fr.path.clone(),
+            error: None,
+            code_objects: Vec::new(),
+        };
+        match &fr.result {
+            Err(e) => {
+                if matches!(e, Error::Io { .. }) {
+                    usage_error = true;
+                }
+                failed = true;
+                errors.push(e.to_string());
+                rep.error = Some(e.to_string());
+            }
+            Ok(cos) if cos.is_empty() => {
+                failed = true;
+                let msg = match &o.arch {
+                    Some(a) => format!("{}: no code object for {a}", fr.path),
+                    None => format!("{}: no AMDGPU code object", fr.path),
+                };
+                errors.push(msg.clone());
+                rep.error = Some(msg);
+            }
+            Ok(cos) => {
+                for co in cos {
+                    let problems = co.funcmap.problem_texts();
+                    if !problems.is_empty() {
+                        failed = true;
+                    }
+                    if !o.json {
+                        let _ = write!(out, "{}", render_code_object(&fr.path, co, o.demangle));
+                    }
+                    for p in &problems {
+                        errors.push(format!("{} [{}]: {p}", fr.path, co.arch));
+                    }
+                    rep.code_objects.push(CodeObjectReport::of(co));
+                }
+            }
+        }
+        file_reports.push(rep);
+    }
+
+    let mut req_reports = Vec::new();
+    for r in &o.requires {
+        let mut results = Vec::new();
+        for fr in &files {
+            let Ok(cos) = &fr.result else { continue };
+            for co in cos {
+                if co.funcmap == FuncmapState::NotLinked {
+                    continue;
+                }
+                let matches = r.matches(co);
+                let satisfied = !matches.is_empty();
+                if !satisfied {
+                    failed = true;
+                    errors.push(format!(
+                        "{} [{}]: missing {} ({})",
+                        fr.path, co.arch, r.spec, co.location
+                    ));
+                }
+                results.push(RequirementResult {
+                    path: fr.path.clone(),
+                    location: co.location.clone(),
+                    arch: co.arch.clone(),
+                    satisfied,
+                    matches,
+                });
+            }
+        }
+        req_reports.push(RequirementReport {
+            spec: r.spec.clone(),
+            kind: r.kind.name().into(),
+            pattern: r.pattern.clone(),
+            satisfied: results.iter().all(|x| x.satisfied),
+            results,
+        });
+    }
+
+    let code = if usage_error {
+        2
+    } else if failed {
+        1
+    } else {
+        0
+    };
+    if o.json {
+        let report = CheckReport {
+            schema_version: SCHEMA_VERSION,
+            tool: format!("sqtt-hipcc {}", env!("CARGO_PKG_VERSION")),
+            arch_filter: o.arch.clone(),
+            files: file_reports,
+            requirements: req_reports,
+            ok: code == 0,
+            exit_code: code,
+        };
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    }
+    let _ = out.flush();
+    for e in &errors {
+        eprintln!("sqtt-hipcc --check: {e}");
+    }
+    code
+}

@@ -1,0 +1,396 @@
+//! The wrapper: classify, load settings, locate hipcc and the plugin, run hipcc, check.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sqtt_codeobj::FuncmapState;
+use sqtt_config::Settings;
+
+use crate::args::{classify, expand_response_files, StepKind};
+use crate::locate::{self, DEPTH_VAR};
+use crate::Fail;
+
+/// The wrapper's own options (`--sqtt-*`), removed before hipcc sees the arguments.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct OwnOptions {
+    pub config: Option<PathBuf>,
+    pub verbose: bool,
+    pub help: bool,
+}
+
+pub const OWN_OPTIONS_HELP: &str = "\
+sqtt-hipcc: a drop-in hipcc that builds with SQTT instrumentation
+
+usage: sqtt-hipcc [--sqtt-config=PATH] [--sqtt-verbose] HIPCC-ARGUMENTS...
+       sqtt-hipcc --check [--demangle] [--json] [--require KIND:GLOB]... [--arch GFX] FILE...
+
+Own options (never passed to hipcc):
+  --sqtt-config=PATH   use this sqtt.toml (default: SQTT_CONFIG, else sqtt.toml found from the
+                       working directory upward)
+  --sqtt-verbose       print what the wrapper does on stderr (also SQTT_VERBOSE=1)
+  --sqtt-help          this text
+
+Settings: sqtt.toml, then SQTT_* variables over it (see docs/driver.md).
+";
+
+/// Splits `--sqtt-*` options off the arguments.
+pub fn split_own(argv: &[String]) -> Result<(OwnOptions, Vec<String>), Fail> {
+    let mut own = OwnOptions::default();
+    let mut rest = Vec::with_capacity(argv.len());
+    let mut i = 0;
+    while i < argv.len() {
+        let a = &argv[i];
+        i += 1;
+        let Some(opt) = a.strip_prefix("--sqtt-") else {
+            rest.push(a.clone());
+            continue;
+        };
+        let (name, value) = match opt.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => (opt, None),
+        };
+        match name {
+            "config" => {
+                let v = match value {
+                    Some(v) => v,
+                    None => {
+                        i += 1;
+                        argv.get(i - 1).cloned().ok_or_else(|| {
+                            Fail::usage("--sqtt-config needs a path: --sqtt-config=PATH".into())
+                        })?
+                    }
+                };
+                if v.is_empty() {
+                    return Err(Fail::usage(
+                        "--sqtt-config needs a path: --sqtt-config=PATH".into(),
+                    ));
+                }
+                own.config = Some(PathBuf::from(v));
+            }
+            "verbose" if value.is_none() => own.verbose = true,
+            "help" if value.is_none() => own.help = true,
+            _ => {
+                return Err(Fail::usage(format!(
+                    "unknown option {a}; sqtt-hipcc's own options are --sqtt-config=PATH, \
+                     --sqtt-verbose and --sqtt-help (every other option goes to hipcc)"
+                )))
+            }
+        }
+    }
+    Ok((own, rest))
+}
+
+fn getenv(k: &str) -> Option<OsString> {
+    std::env::var_os(k)
+}
+
+fn env_string(k: &str) -> Option<String> {
+    std::env::var_os(k).map(|v| v.to_string_lossy().into_owned())
+}
+
+/// The configuration file in effect: `--sqtt-config`, `SQTT_CONFIG`, or sqtt.toml found upward.
+fn config_file(own: &OwnOptions, cwd: &Path) -> Option<PathBuf> {
+    own.config
+        .clone()
+        .or_else(|| {
+            env_string(sqtt_config::var::CONFIG)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+        .or_else(|| sqtt_config::find_config_file(cwd))
+}
+
+fn load_settings(own: &OwnOptions, cwd: &Path) -> Result<Settings, Fail> {
+    let file = config_file(own, cwd);
+    Settings::load(file.as_deref(), env_string).map_err(|e| Fail::usage(e.to_string()))
+}
+
+pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
+    let (own, args) = split_own(&argv)?;
+    if own.help {
+        print!("{OWN_OPTIONS_HELP}");
+        return Ok(0);
+    }
+    if getenv(DEPTH_VAR).is_some_and(|v| !v.is_empty()) {
+        return Err(Fail::usage(
+            "sqtt-hipcc is calling itself (the hipcc it found runs sqtt-hipcc again); set \
+             SQTT_HIPCC to the real hipcc"
+                .into(),
+        ));
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| Fail::usage(format!("cannot read the working directory: {e}")))?;
+    // Classification comes first: it decides how much of the rest happens at all.
+    let cls = classify(&expand_response_files(&args, &cwd));
+    let verbose_env = env_string(sqtt_config::var::VERBOSE)
+        .is_some_and(|v| !v.is_empty() && v != "0" && v != "false" && v != "off");
+    match cls.kind {
+        StepKind::Probe | StepKind::Unknown => {
+            // Settings only to find hipcc; a broken sqtt.toml must not break a probe.
+            let settings = load_settings(&own, &cwd).ok();
+            let configured = settings.as_ref().and_then(|s| s.hipcc.clone()).or_else(|| {
+                env_string(sqtt_config::var::HIPCC)
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            });
+            let hipcc = locate::find_hipcc(configured.as_deref(), &getenv)?;
+            let verbose = own.verbose || verbose_env || settings.is_some_and(|s| s.verbose);
+            let mut cmd = Command::new(&hipcc);
+            cmd.args(&args).env(DEPTH_VAR, "1");
+            if verbose {
+                eprintln!(
+                    "sqtt-hipcc: {:?} step, running {}",
+                    cls.kind,
+                    show(&hipcc, &args)
+                );
+            }
+            if cls.version {
+                let status = run(&mut cmd, &hipcc)?;
+                if status.success() {
+                    print_plugin_identity();
+                }
+                return Ok(exit_code(status));
+            }
+            Err(exec(cmd, &hipcc))
+        }
+        StepKind::Preprocess | StepKind::Compile | StepKind::Link => {
+            let settings = load_settings(&own, &cwd)?;
+            let verbose = own.verbose || settings.verbose || verbose_env;
+            let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;
+            let instrument = settings.enabled && cls.kind == StepKind::Compile;
+            // -fgpu-rdc: compiles leave IDs and the funcmap to the device link, where the
+            // plugin runs once over every translation unit (loaded into lld).
+            let rdc_link = settings.enabled && cls.rdc && cls.links();
+            let mut extra: Vec<String> = Vec::new();
+            if instrument || rdc_link {
+                let plugin = locate::find_plugin(&getenv)?;
+                check_llvm_major(&plugin, &hipcc)?;
+                if instrument {
+                    extra.push("-Xarch_device".into());
+                    extra.push(format!("-fpass-plugin={}", plugin.display()));
+                }
+                if rdc_link {
+                    extra.push("-Xoffload-linker".into());
+                    extra.push(format!("--load-pass-plugin={}", plugin.display()));
+                }
+            }
+            if cls.kind != StepKind::Link {
+                let include = locate::markers_include_dir(&getenv)?;
+                extra.push(format!("-I{}", include.display()));
+                if settings.enabled {
+                    extra.push("-DSQTT_ENABLED=1".into());
+                }
+            }
+            let mut cmd = Command::new(&hipcc);
+            cmd.args(&args).args(&extra).env(DEPTH_VAR, "1");
+            if settings.enabled {
+                for (k, v) in settings.to_env() {
+                    cmd.env(k, v);
+                }
+            }
+            if instrument && cls.rdc {
+                cmd.env(sqtt_config::var::DEFER_TO_LINK, "1");
+            } else {
+                cmd.env_remove(sqtt_config::var::DEFER_TO_LINK);
+            }
+            let outputs = if settings.enabled {
+                cls.device_outputs(&cwd)
+            } else {
+                Vec::new()
+            };
+            if verbose {
+                let all: Vec<String> = args.iter().chain(&extra).cloned().collect();
+                eprintln!(
+                    "sqtt-hipcc: {:?} step, instrumentation {}, running {}",
+                    cls.kind,
+                    if instrument { "on" } else { "off" },
+                    show(&hipcc, &all)
+                );
+                if settings.enabled {
+                    eprintln!("sqtt-hipcc: settings {}", settings.fingerprint());
+                }
+            }
+            if outputs.is_empty() {
+                return Err(exec(cmd, &hipcc));
+            }
+            let status = run(&mut cmd, &hipcc)?;
+            if !status.success() {
+                return Ok(exit_code(status));
+            }
+            // Only code we compiled ourselves must carry a funcmap: objects linked in with it may
+            // come from builds without the plugin (their funcmaps, when present, are checked).
+            let require = (instrument && cls.objects.is_empty()) || rdc_link;
+            post_check(&outputs, require, verbose)?;
+            Ok(0)
+        }
+    }
+}
+
+fn show(hipcc: &Path, args: &[String]) -> String {
+    let mut v = vec![hipcc.display().to_string()];
+    v.extend(args.iter().cloned());
+    shell_words::join(v)
+}
+
+fn check_llvm_major(plugin: &Path, hipcc: &Path) -> Result<(), Fail> {
+    let info = locate::plugin_info(plugin)?;
+    let Some(plugin_major) = info.llvm_major else {
+        return Err(Fail::usage(format!(
+            "cannot tell which LLVM the plugin {} was built for (no .sqtt_plugin_info section, \
+             no libLLVM-N.so dependency); rebuild it with `cargo build -p sqtt-plugin`",
+            plugin.display()
+        )));
+    };
+    let clang_major = locate::hipcc_clang_major(hipcc, &getenv)?;
+    if plugin_major != clang_major {
+        let via = env_string("HIP_CLANG_PATH")
+            .filter(|v| !v.is_empty())
+            .map(|v| format!(" (HIP_CLANG_PATH={v})"))
+            .unwrap_or_default();
+        return Err(Fail::usage(format!(
+            "the plugin {} was built for LLVM {plugin_major}, but {}{via} uses clang {clang_major}: \
+             clang would crash loading it. Build the plugin for LLVM {clang_major} (`cargo build \
+             -p sqtt-plugin --no-default-features --features llvm{clang_major}-0`) and point \
+             SQTT_PLUGIN at it, or use a hipcc on clang {plugin_major} (HIP_CLANG_PATH)",
+            plugin.display(),
+            hipcc.display()
+        )));
+    }
+    Ok(())
+}
+
+fn print_plugin_identity() {
+    let line = match locate::find_plugin(&getenv) {
+        Ok(p) => match locate::content_hash(&p) {
+            Ok(h) => format!(
+                "sqtt-hipcc {}: plugin {} sha256:{h}",
+                env!("CARGO_PKG_VERSION"),
+                p.display()
+            ),
+            Err(e) => format!(
+                "sqtt-hipcc {}: plugin {} unreadable: {e}",
+                env!("CARGO_PKG_VERSION"),
+                p.display()
+            ),
+        },
+        Err(_) => format!("sqtt-hipcc {}: plugin not found", env!("CARGO_PKG_VERSION")),
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+fn exec(mut cmd: Command, hipcc: &Path) -> Fail {
+    let e = cmd.exec();
+    Fail::usage(format!("cannot run {}: {e}", hipcc.display()))
+}
+
+fn run(cmd: &mut Command, hipcc: &Path) -> Result<std::process::ExitStatus, Fail> {
+    cmd.status()
+        .map_err(|e| Fail::usage(format!("cannot run {}: {e}", hipcc.display())))
+}
+
+/// hipcc's status as ours: its exit code, or the same signal raised on ourselves.
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    if let Some(code) = status.code() {
+        return code;
+    }
+    if let Some(sig) = status.signal() {
+        // SAFETY: resetting a handler to the default and raising a signal have no preconditions.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
+        }
+        return 128 + sig;
+    }
+    1
+}
+
+/// Checks the funcmaps of the device code a successful step wrote.
+fn post_check(outputs: &[PathBuf], require_funcmap: bool, verbose: bool) -> Result<(), Fail> {
+    let mut problems = Vec::new();
+    for out in outputs {
+        if !out.is_file() {
+            continue;
+        }
+        let cos = match sqtt_codeobj::read_path(out) {
+            Ok(c) => c,
+            Err(e) => {
+                problems.push(format!(
+                    "cannot read the device code of {}: {e}",
+                    out.display()
+                ));
+                continue;
+            }
+        };
+        for co in &cos {
+            let what = format!("{} [{}] ({})", out.display(), co.arch, co.location);
+            match &co.funcmap {
+                FuncmapState::NotLinked => {}
+                FuncmapState::Missing => {
+                    if require_funcmap && co.kernels().next().is_some() {
+                        problems.push(format!(
+                            "{what}: no {} section: the pass plugin did not run on this device \
+                             code",
+                            sqtt_codeobj::SECTION_NAME
+                        ));
+                    }
+                }
+                state => {
+                    for p in state.problem_texts() {
+                        problems.push(format!("{what}: invalid funcmap: {p}"));
+                    }
+                }
+            }
+        }
+        if verbose {
+            eprintln!(
+                "sqtt-hipcc: checked {} code object(s) of {}",
+                cos.len(),
+                out.display()
+            );
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        problems.push("the output file is kept; inspect it with `sqtt-hipcc --check FILE`".into());
+        Err(Fail::check(problems.join("\n")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Vec<String> {
+        shell_words::split(s).unwrap()
+    }
+
+    #[test]
+    fn own_options() {
+        let (o, rest) = split_own(&v("--sqtt-config=a.toml -c k.hip --sqtt-verbose")).unwrap();
+        assert_eq!(o.config, Some(PathBuf::from("a.toml")));
+        assert!(o.verbose);
+        assert_eq!(rest, v("-c k.hip"));
+        let (o, rest) = split_own(&v("--sqtt-config b.toml -c")).unwrap();
+        assert_eq!(o.config, Some(PathBuf::from("b.toml")));
+        assert_eq!(rest, v("-c"));
+        for bad in [
+            "--sqtt-foo",
+            "--sqtt-config",
+            "--sqtt-config=",
+            "--sqtt-verbose=1",
+        ] {
+            let e = split_own(&v(bad)).unwrap_err();
+            assert_eq!(e.code, 2, "{bad}");
+        }
+        assert!(split_own(&v("--sqtt-foo"))
+            .unwrap_err()
+            .message
+            .contains("--sqtt-foo"));
+    }
+}

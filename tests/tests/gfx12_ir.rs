@@ -1,0 +1,184 @@
+//! gfx12 in IR (opt runs the pass on any target-cpu; the ISA of these targets is checked in the
+//! LLVM 18 lane, whose llc knows them): shader-clock packing of pass-made headers and bare
+//! exits, the `M:` row, the no-clock layout at bits=0, gfx12 barrier signal/wait placement.
+
+use std::process::Command;
+
+use sqtt_e2e::toolchain::*;
+
+const KERNEL: &str = r#"
+target triple = "amdgcn-amd-amdhsa"
+@.s = private unnamed_addr addrspace(4) constant [2 x i8] c"s\00"
+declare void @__sqtt_named_marker_enter(ptr)
+declare void @__sqtt_named_marker_exit(ptr)
+declare void @llvm.amdgcn.s.barrier.signal(i32)
+declare void @llvm.amdgcn.s.barrier.wait(i16)
+declare void @llvm.amdgcn.sched.barrier(i32)
+define amdgpu_kernel void @k(ptr addrspace(1) %p) #0 {
+  call void @__sqtt_named_marker_enter(ptr addrspacecast (ptr addrspace(4) @.s to ptr))
+  store i32 1, ptr addrspace(1) %p
+  call void @llvm.amdgcn.s.barrier.signal(i32 -1)
+  call void @llvm.amdgcn.s.barrier.wait(i16 -1)
+  call void @llvm.amdgcn.s.barrier.signal(i32 -1)
+  store i32 2, ptr addrspace(1) %p
+  call void @llvm.amdgcn.s.barrier.wait(i16 -1)
+  call void @llvm.amdgcn.sched.barrier(i32 0)
+  call void asm sideeffect "s_nop 0\0A\09s_ttracedata", "{m0}"(i32 20)
+  call void @llvm.amdgcn.sched.barrier(i32 0)
+  call void @llvm.amdgcn.sched.barrier(i32 0)
+  call void asm sideeffect "s_nop 0\0A\09s_ttracedata", "{m0}"(i32 1)
+  call void @llvm.amdgcn.sched.barrier(i32 0)
+  call void @__sqtt_named_marker_exit(ptr addrspacecast (ptr addrspace(4) @.s to ptr))
+  ret void
+}
+attributes #0 = { "target-cpu"="CPU" }
+"#;
+
+fn opt(cpu: &str, env: &[(&str, &str)]) -> (bool, String, String) {
+    let dir = workdir();
+    let input = dir.path().join("in.ll");
+    std::fs::write(&input, KERNEL.replace("CPU", cpu)).unwrap();
+    let out = run(Command::new(llvm_tool("opt"))
+        .env("SQTT_SCOPE_CU", "-1")
+        .env("SQTT_MEM_BARRIER", "none")
+        .env("SQTT_INSTRUMENT_BARRIERS", "1")
+        .envs(env.iter().copied())
+        .arg(format!("-load-pass-plugin={}", plugin_path().display()))
+        .args(["-passes=sqtt", "-S"])
+        .arg(&input));
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The constant each packed header ORs onto the shifted clock, in order.
+fn packed_headers(ir: &str, shift_left: u32) -> Vec<u32> {
+    let lines: Vec<&str> = ir.lines().map(str::trim).collect();
+    let mut out = Vec::new();
+    for w in lines.windows(2) {
+        if w[0].contains("= shl i32 %") && w[0].ends_with(&format!(", {shift_left}")) {
+            let v = w[1].rsplit(", ").next().unwrap().parse().unwrap();
+            out.push(v);
+        }
+    }
+    out
+}
+
+#[test]
+fn gfx1201_packs_the_clock_into_pass_made_headers_and_exits() {
+    let (ok, ir, err) = opt("gfx1201", &[("SQTT_SHADER_CLOCK_BITS", "12")]);
+    assert!(ok, "{err}");
+    // s_getreg_b32 hwreg(HW_REG_SHADER_CYCLES_LO, 4, 12): (12-1)<<11 | 4<<6 | 29.
+    let imm = (11 << 11) | (4 << 6) | 29;
+    assert_eq!(
+        ir.matches(&format!("@llvm.amdgcn.s.getreg(i32 {imm})"))
+            .count(),
+        6,
+        "{ir}"
+    );
+    // enter s (1), barrier_signal after the lone signal (2), barrier between the pair (4),
+    // barrier_wait before the lone wait (3), the numeric exit, the named exit.
+    assert_eq!(packed_headers(&ir, 20), [6, 16, 8, 12, 1, 1], "{ir}");
+    // The numeric point keeps its legacy value, through M0 (no imm while packing).
+    assert!(ir.contains("\"{m0}\"(i32 20)"), "{ir}");
+    assert!(!ir.contains("s_ttracedata_imm"), "{ir}");
+    assert!(
+        ir.contains("c\"M:shader_clock_bits=12;shader_clock_shift=4\\0AK:k\\0AU:1:s\\0AP:2:barrier_signal\\0AP:3:barrier_wait\\0AP:4:barrier\\00\""),
+        "{ir}"
+    );
+}
+
+#[test]
+fn shift_and_bits_are_honoured() {
+    let (ok, ir, err) = opt(
+        "gfx1200",
+        &[
+            ("SQTT_SHADER_CLOCK_BITS", "8"),
+            ("SQTT_SHADER_CLOCK_SHIFT", "6"),
+        ],
+    );
+    assert!(ok, "{err}");
+    let imm = (7 << 11) | (6 << 6) | 29;
+    assert!(
+        ir.contains(&format!("@llvm.amdgcn.s.getreg(i32 {imm})")),
+        "{ir}"
+    );
+    assert_eq!(packed_headers(&ir, 24).len(), 6, "{ir}");
+    assert!(
+        ir.contains("M:shader_clock_bits=8;shader_clock_shift=6"),
+        "{ir}"
+    );
+}
+
+#[test]
+fn gfx1250_reads_the_64_bit_shader_cycles() {
+    let (ok, ir, err) = opt("gfx1250", &[("SQTT_SHADER_CLOCK_BITS", "12")]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        ir.matches("asm sideeffect \"s_get_shader_cycles_u64 $0\", \"=s\"()")
+            .count(),
+        6,
+        "{ir}"
+    );
+    assert!(
+        ir.contains("M:shader_clock_bits=12;shader_clock_shift=4"),
+        "{ir}"
+    );
+}
+
+#[test]
+fn bits_zero_is_the_no_clock_layout_with_imm() {
+    let (ok, ir, err) = opt("gfx1201", &[]);
+    assert!(ok, "{err}");
+    assert!(!ir.contains("s.getreg"), "{ir}");
+    assert!(!ir.contains("M:shader_clock"), "{ir}");
+    for v in ["0x6", "0x10", "0x8", "0xc", "0x14", "0x1"] {
+        assert!(
+            ir.contains(&format!("\"s_ttracedata_imm {v}\"")),
+            "{v}: {ir}"
+        );
+    }
+}
+
+#[test]
+fn targets_without_a_shader_clock_ignore_the_setting() {
+    let (ok, ir, err) = opt("gfx1100", &[("SQTT_SHADER_CLOCK_BITS", "12")]);
+    assert!(ok, "{err}");
+    assert!(
+        !ir.contains("s.getreg") && !ir.contains("M:shader_clock"),
+        "{ir}"
+    );
+}
+
+#[test]
+fn a_payload_marker_meeting_packing_is_an_error() {
+    let dir = workdir();
+    let input = dir.path().join("in.ll");
+    std::fs::write(
+        &input,
+        r#"
+target triple = "amdgcn-amd-amdhsa"
+@.d = private unnamed_addr addrspace(4) constant [6 x i8] c"value\00"
+declare void @__sqtt_named_marker_data(ptr, i32)
+define amdgpu_kernel void @k(i32 %v) #0 {
+  call void @__sqtt_named_marker_data(ptr addrspacecast (ptr addrspace(4) @.d to ptr), i32 %v)
+  ret void
+}
+attributes #0 = { "target-cpu"="gfx1201" }
+"#,
+    )
+    .unwrap();
+    let out = run(Command::new(llvm_tool("opt"))
+        .env("SQTT_SHADER_CLOCK_BITS", "12")
+        .arg(format!("-load-pass-plugin={}", plugin_path().display()))
+        .args(["-passes=sqtt", "-S"])
+        .arg(&input));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("sqtt_marker_data(\"value\")") && err.contains("SQTT_SHADER_CLOCK_BITS=12"),
+        "{err}"
+    );
+}

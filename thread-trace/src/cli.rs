@@ -1,0 +1,444 @@
+//! The `sqtt waves`, `sqtt clock` and `sqtt thread-trace` subcommands: clap argument structs
+//! and the functions that run them, for the `sqtt` binary to wire in.
+//!
+//! Usage errors (a bad option value, a GPU shape or program the library refuses) are
+//! [`UsageError`]s, which [`exit_code`] maps to 2; other failures (an unreadable file) to 1.
+
+use std::fmt;
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use serde::Serialize;
+
+use crate::decode::header_layout;
+use crate::gpu::{builtin, builtin_names, GcVersion, Generation, Gpu, Shape, Wgps};
+use crate::{pm4, program, waves};
+
+/// An error in how the command was used: exit status 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(msg.into()))
+}
+
+/// The exit status for an error a run function returned: 2 for usage errors, 1 otherwise.
+pub fn exit_code(err: &anyhow::Error) -> i32 {
+    if err.downcast_ref::<UsageError>().is_some() {
+        2
+    } else {
+        1
+    }
+}
+
+/// Parses a count or address: decimal, `0x` hex, or with a K, M or G (binary) suffix.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let bad = || format!("{s:?}: expected a number such as 4096, 0x100000, 64K, 16M or 1G");
+    let t = s.trim();
+    let (digits, mult) = match t.char_indices().last() {
+        Some((i, c)) if "kKmMgG".contains(c) => {
+            let m = match c.to_ascii_lowercase() {
+                'k' => 1u64 << 10,
+                'm' => 1 << 20,
+                _ => 1 << 30,
+            };
+            (&t[..i], m)
+        }
+        _ => (t, 1),
+    };
+    let v = if let Some(h) = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        u64::from_str_radix(&h.replace('_', ""), 16)
+    } else {
+        digits.replace('_', "").parse::<u64>()
+    }
+    .map_err(|_| bad())?;
+    v.checked_mul(mult).ok_or_else(bad)
+}
+
+fn parse_gpu_name(s: &str) -> Result<String, String> {
+    if builtin(s).is_some() {
+        Ok(s.to_ascii_lowercase())
+    } else {
+        Err(format!(
+            "unknown GPU {s:?}; built in: {}",
+            builtin_names().join(", ")
+        ))
+    }
+}
+
+fn parse_gc(s: &str) -> Result<GcVersion, String> {
+    s.parse()
+}
+
+/// Engine numbers, as `--harvest 2,5` takes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineList(pub Vec<usize>);
+
+fn parse_engine_list(s: &str) -> Result<EngineList, String> {
+    s.split(',')
+        .filter(|x| !x.is_empty())
+        .map(|x| {
+            x.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("{x:?}: expected engine numbers such as 2,5"))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(EngineList)
+}
+
+/// The GPU: a built-in part, each field of its shape overridable.
+#[derive(Debug, Clone, Args)]
+pub struct GpuArgs {
+    /// The GPU, by gfx name: gfx90a, gfx942, gfx950, gfx1100, gfx1101, gfx1102, gfx1150, gfx1200, gfx1201.
+    #[arg(long, value_name = "GFXNAME", value_parser = parse_gpu_name)]
+    pub gpu: String,
+    /// Override the GC version, as MAJOR.MINOR.STEP (e.g. 11.0.0).
+    #[arg(long, value_name = "X.Y.Z", value_parser = parse_gc)]
+    pub gc: Option<GcVersion>,
+    /// Override the shader engines per die.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub engines: Option<u32>,
+    /// Override the dies (XCCs).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub dies: Option<u32>,
+    /// Override the shader arrays per engine.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub arrays: Option<u32>,
+    /// Override the work-group processors (CUs on GFX9) per shader array that run work.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=32))]
+    pub wgps: Option<u32>,
+    /// Override the GPU clock the realtime markers count, in Hz.
+    #[arg(long = "clock-hz", value_name = "HZ", value_parser = parse_size)]
+    pub clock_hz: Option<u64>,
+    /// Engines (numbered across dies) to treat as harvested: no work-group processor runs work.
+    #[arg(long, value_name = "E,E,...", value_parser = parse_engine_list)]
+    pub harvest: Option<EngineList>,
+}
+
+impl GpuArgs {
+    /// The shape the options describe.
+    pub fn shape(&self) -> Result<Shape> {
+        let mut s =
+            builtin(&self.gpu).ok_or_else(|| usage(format!("--gpu {}: unknown", self.gpu)))?;
+        if let Some(gc) = self.gc {
+            s.gpu.gc = gc;
+        }
+        if let Some(n) = self.engines {
+            s.gpu.shader_engines = n as usize;
+        }
+        if let Some(n) = self.dies {
+            s.gpu.xccs = n as usize;
+        }
+        if let Some(n) = self.arrays {
+            s.arrays = n as usize;
+        }
+        if let Some(n) = self.wgps {
+            s.wgps_per_array = n;
+        }
+        if let Some(hz) = self.clock_hz {
+            if hz == 0 {
+                return Err(usage("--clock-hz 0: expected a positive frequency in Hz"));
+            }
+            s.gpu.clock_hz = hz;
+        }
+        Ok(s)
+    }
+
+    /// The shape's `wgps`, with the harvested engines' arrays 0.
+    pub fn wgps(&self, s: &Shape) -> Result<Wgps> {
+        let mut w = s.wgps();
+        for &e in self.harvest.iter().flat_map(|l| l.0.iter()) {
+            let n = w.len();
+            let arrays = w.get_mut(e).ok_or_else(|| {
+                usage(format!(
+                    "--harvest {e}: the GPU has engines 0 to {} (engines per die times dies)",
+                    n - 1
+                ))
+            })?;
+            arrays.iter_mut().for_each(|a| *a = 0);
+        }
+        Ok(w)
+    }
+
+    fn decodable(&self) -> Result<(Shape, Generation)> {
+        let s = self.shape()?;
+        let g = s.gpu.generation().ok_or_else(|| {
+            usage(format!(
+                "--gc {}: no trace format known for GC major {}; expected 9, 11 or 12",
+                s.gpu.gc, s.gpu.gc.major
+            ))
+        })?;
+        Ok((s, g))
+    }
+}
+
+fn read_trace(path: &PathBuf) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// Warns when an RDNA file's header names another layout than the GPU's.
+fn check_layout(path: &std::path::Path, gpu: &Gpu, g: Generation, data: &[u8]) {
+    let want = match g {
+        Generation::Rdna3 => 3,
+        Generation::Rdna4 => 4,
+        Generation::Cdna => return,
+    };
+    match header_layout(data) {
+        Some(l) if l == want => {}
+        Some(l) => eprintln!(
+            "warning: {} starts with a layout {l} header, but GC {} writes layout {want}; decoding as layout {want}",
+            path.display(),
+            gpu.gc
+        ),
+        None => eprintln!("warning: {} does not start with an SQTT layout header", path.display()),
+    }
+}
+
+/// `sqtt waves`: the waves of one engine's trace.
+#[derive(Debug, Clone, Args)]
+pub struct WavesArgs {
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+    /// One shader engine's raw trace bytes (a .att file).
+    pub file: PathBuf,
+    /// One JSON object per line: {"cu", "simd", "slot", "start", "stop"}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `sqtt waves`.
+pub fn run_waves(args: &WavesArgs, out: &mut dyn Write) -> Result<()> {
+    let (shape, g) = args.gpu.decodable()?;
+    let data = read_trace(&args.file)?;
+    check_layout(&args.file, &shape.gpu, g, &data);
+    let ws = waves::waves(&shape.gpu, &data);
+    if args.json {
+        for w in &ws {
+            serde_json::to_writer(&mut *out, w)?;
+            writeln!(out)?;
+        }
+    } else {
+        writeln!(
+            out,
+            "{:>4} {:>4} {:>4} {:>12} {:>12} {:>10}",
+            "cu", "simd", "slot", "start", "stop", "cycles"
+        )?;
+        for w in &ws {
+            writeln!(
+                out,
+                "{:>4} {:>4} {:>4} {:>12} {:>12} {:>10}",
+                w.cu,
+                w.simd,
+                w.slot,
+                w.start,
+                w.stop,
+                w.stop.saturating_sub(w.start)
+            )?;
+        }
+        writeln!(out, "{} waves", ws.len())?;
+    }
+    Ok(())
+}
+
+/// `sqtt clock`: the realtime markers of one engine's trace and the mapping they fit.
+#[derive(Debug, Clone, Args)]
+pub struct ClockArgs {
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+    /// One shader engine's raw trace bytes (a .att file).
+    pub file: PathBuf,
+    /// Print one JSON object: {"markers": [{"time", "realtime"}...], "clock_hz", "cycles_per_tick"}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct ClockJson<'a> {
+    markers: &'a [waves::Marker],
+    clock_hz: u64,
+    cycles_per_tick: Option<f64>,
+}
+
+/// Runs `sqtt clock`.
+pub fn run_clock(args: &ClockArgs, out: &mut dyn Write) -> Result<()> {
+    let (shape, g) = args.gpu.decodable()?;
+    let gpu = &shape.gpu;
+    let data = read_trace(&args.file)?;
+    check_layout(&args.file, gpu, g, &data);
+    let ms = waves::markers(gpu, &data);
+    let map = waves::clock(gpu, &data);
+    if args.json {
+        let j = ClockJson {
+            markers: &ms,
+            clock_hz: gpu.clock_hz,
+            cycles_per_tick: map.as_ref().map(|m| m.cycles_per_tick()),
+        };
+        serde_json::to_writer(&mut *out, &j)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(out, "{} realtime markers", ms.len())?;
+    for m in &ms {
+        writeln!(
+            out,
+            "  shader time {:>12}  GPU clock {:>16}",
+            m.time, m.realtime
+        )?;
+    }
+    match map {
+        None => writeln!(
+            out,
+            "no clock: fewer than two realtime markers at distinct shader times"
+        )?,
+        Some(m) => {
+            let rate = m.cycles_per_tick();
+            writeln!(
+                out,
+                "mapping: piecewise linear through {} markers; {rate:.3} shader cycles per tick of the {} Hz clock \
+                 (shader clock about {:.1} MHz)",
+                m.markers().len(),
+                gpu.clock_hz,
+                rate * gpu.clock_hz as f64 / 1e6
+            )?;
+            let first = m.markers()[0];
+            let last = m.markers()[m.markers().len() - 1];
+            writeln!(out, "  shader time 0 -> GPU clock {}", m.realtime(0))?;
+            writeln!(
+                out,
+                "  shader time {} -> GPU clock {}",
+                first.time,
+                m.realtime(first.time)
+            )?;
+            writeln!(
+                out,
+                "  shader time {} -> GPU clock {}",
+                last.time,
+                m.realtime(last.time)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `sqtt thread-trace`: the PM4 programs.
+#[derive(Debug, Clone, Args)]
+pub struct ThreadTraceArgs {
+    #[command(subcommand)]
+    pub action: ThreadTraceAction,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ThreadTraceAction {
+    /// The packets that start tracing on every engine.
+    Start {
+        #[command(flatten)]
+        gpu: GpuArgs,
+        /// Bytes of each engine's buffer: a multiple of 4096 (e.g. 64M).
+        #[arg(long, value_parser = parse_size)]
+        size: u64,
+        /// Address of engine 0's buffer; engine e's is at address + e * size. A multiple of 4096.
+        #[arg(long, value_parser = parse_size)]
+        address: u64,
+    },
+    /// The packets that stop tracing and store each engine's end at address + 4 * e.
+    Stop {
+        #[command(flatten)]
+        gpu: GpuArgs,
+        /// Address of the ends, a multiple of 4.
+        #[arg(long, value_parser = parse_size)]
+        address: u64,
+    },
+}
+
+fn print_program(family: crate::Family, words: &[u32], out: &mut dyn Write) -> Result<()> {
+    let packets = pm4::read(words)
+        .map_err(|at| anyhow::anyhow!("word {at} does not start a whole packet"))?;
+    for p in &packets {
+        let hex: Vec<String> = words[p.at..p.at + 1 + p.body.len()]
+            .iter()
+            .map(|w| format!("{w:08x}"))
+            .collect();
+        writeln!(
+            out,
+            "{:04}: {:<60} {}",
+            p.at,
+            hex.join(" "),
+            pm4::describe(family, p)
+        )?;
+    }
+    writeln!(out, "{} words, {} packets", words.len(), packets.len())?;
+    Ok(())
+}
+
+/// A program refused for the GPU's shape, naming the options that made it.
+fn shape_error(gpu: &GpuArgs, e: crate::Error) -> anyhow::Error {
+    let option = match e {
+        crate::Error::MissingRegister { .. } if gpu.gc.is_some() => "--gc",
+        crate::Error::Unaddressable { what: "dies", .. } => "--dies",
+        crate::Error::Unaddressable { .. } => "--engines",
+        _ => "--gpu",
+    };
+    usage(format!("{option}: {e}"))
+}
+
+/// Runs `sqtt thread-trace`.
+pub fn run_thread_trace(args: &ThreadTraceArgs, out: &mut dyn Write) -> Result<()> {
+    let (shape, words) = match &args.action {
+        ThreadTraceAction::Start { gpu, size, address } => {
+            let s = gpu.shape()?;
+            let w = gpu.wgps(&s)?;
+            let words = program::start(&s.gpu, &w, *size, *address).map_err(|e| match e {
+                crate::Error::Size { .. } => usage(format!("--size: {e}")),
+                crate::Error::Misaligned { .. } => usage(format!("--address: {e}")),
+                crate::Error::AddressRange { .. } => usage(format!("--address/--size: {e}")),
+                e => shape_error(gpu, e),
+            })?;
+            (s, words)
+        }
+        ThreadTraceAction::Stop { gpu, address } => {
+            let s = gpu.shape()?;
+            let w = gpu.wgps(&s)?;
+            let words = program::stop(&s.gpu, &w, *address).map_err(|e| match e {
+                crate::Error::Misaligned { .. } => usage(format!("--address: {e}")),
+                e => shape_error(gpu, e),
+            })?;
+            (s, words)
+        }
+    };
+    let family = shape
+        .gpu
+        .gc
+        .family()
+        .ok_or_else(|| usage(format!("--gc {}: unknown family", shape.gpu.gc)))?;
+    print_program(family, &words, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("0x1000"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("16M"), Ok(16 << 20));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert!(parse_size("").is_err());
+        assert!(parse_size("12Q").is_err());
+        assert!(parse_size("99999999999999999999G").is_err());
+    }
+}

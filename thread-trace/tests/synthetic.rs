@@ -1,0 +1,513 @@
+//! The decoders against streams the in-tree encoder writes from lists of events: round trips,
+//! every pairing rule, the clock through the markers, traces cut at every byte, and random
+//! bytes (which must never panic).
+
+use proptest::prelude::*;
+use sqtt_thread_trace::decode::{decode, Sink};
+use sqtt_thread_trace::synth::{Encoder, Slot};
+use sqtt_thread_trace::{clock, markers, waves, GcVersion, Generation, Gpu, Marker, Wave};
+
+fn gpu(g: Generation) -> Gpu {
+    let gc = match g {
+        Generation::Cdna => GcVersion::new(9, 4, 3),
+        Generation::Rdna3 => GcVersion::new(11, 0, 0),
+        Generation::Rdna4 => GcVersion::new(12, 0, 1),
+    };
+    Gpu::new(gc, 1)
+}
+
+const ALL: [Generation; 3] = [Generation::Cdna, Generation::Rdna3, Generation::Rdna4];
+
+/// Zero bytes after a trace: NOPs on RDNA, MISC tokens of no time on CDNA, as the hardware pads
+/// up to a whole 32-byte unit.
+const PADDING: [u8; 32] = [0; 32];
+
+#[derive(Debug, Clone)]
+enum Ev {
+    Gap(u64),
+    Start(usize, bool),
+    End(usize, bool),
+    Marker(u64),
+    Nop,
+    Other(usize, u128),
+}
+
+fn slot_for(g: Generation, raw: (u32, u32, u32, u32)) -> Slot {
+    let (sa, wgp, simd, slot) = raw;
+    match g {
+        Generation::Cdna => Slot {
+            sa: sa & 1,
+            wgp: wgp & 0xF,
+            simd: simd & 3,
+            slot: slot & 0xF,
+        },
+        Generation::Rdna3 => Slot {
+            sa: sa & 1,
+            wgp: wgp & 7,
+            simd: simd & 3,
+            slot: slot & 0x1F,
+        },
+        Generation::Rdna4 => Slot {
+            sa: sa & 1,
+            wgp: wgp & 0xF,
+            simd: simd & 3,
+            slot: slot & 0x1F,
+        },
+    }
+}
+
+/// Writes `evs` with `keys`, and gives the encoder (which knows what it wrote).
+fn write(g: Generation, keys: &[Slot], evs: &[Ev]) -> Encoder {
+    let mut e = Encoder::new(g);
+    let mut last: Option<(u64, u64)> = None;
+    for ev in evs {
+        match *ev {
+            Ev::Gap(n) => e.gap(n),
+            Ev::Start(k, inline) => e.start(keys[k % keys.len()], inline),
+            Ev::End(k, inline) => e.end(keys[k % keys.len()], inline),
+            Ev::Marker(slope) => {
+                let t = e.time();
+                let rt = match last {
+                    None => 1_000_000 + t,
+                    Some((t0, r0)) => r0 + slope * (t - t0),
+                };
+                e.marker(rt);
+                last = Some((t, rt));
+            }
+            Ev::Nop => e.nop(),
+            Ev::Other(pick, payload) => e.other(pick, payload),
+        }
+    }
+    e.flush();
+    e
+}
+
+fn events(far: u64) -> impl Strategy<Value = Vec<Ev>> {
+    let ev = prop_oneof![
+        3 => (0u64..20).prop_map(Ev::Gap),
+        1 => (0..far).prop_map(Ev::Gap),
+        3 => (0usize..8, any::<bool>()).prop_map(|(k, i)| Ev::Start(k, i)),
+        3 => (0usize..8, any::<bool>()).prop_map(|(k, i)| Ev::End(k, i)),
+        1 => (1u64..8).prop_map(Ev::Marker),
+        1 => Just(Ev::Nop),
+        2 => (any::<usize>(), any::<u128>()).prop_map(|(p, v)| Ev::Other(p, v)),
+    ];
+    prop::collection::vec(ev, 0..80)
+}
+
+fn generation() -> impl Strategy<Value = Generation> {
+    prop_oneof![
+        Just(Generation::Cdna),
+        Just(Generation::Rdna3),
+        Just(Generation::Rdna4)
+    ]
+}
+
+fn case() -> impl Strategy<Value = (Generation, Vec<Slot>, Vec<Ev>)> {
+    generation().prop_flat_map(|g| {
+        let far = if g == Generation::Cdna {
+            1 << 10
+        } else {
+            1 << 24
+        };
+        let key = (
+            0u32..2,
+            prop_oneof![Just(0u32), Just(1), Just(7), Just(15)],
+            0u32..4,
+            prop_oneof![Just(0u32), Just(1), Just(15), Just(31)],
+        )
+            .prop_map(move |raw| slot_for(g, raw));
+        (Just(g), prop::collection::vec(key, 1..4), events(far))
+    })
+}
+
+/// The realtime of shader time `t` on the line of `markers` around it, written apart from the
+/// library's.
+fn realtime(markers: &[Marker], t: u64) -> i128 {
+    let mut i = 0;
+    while i + 2 < markers.len() && t >= markers[i + 1].time {
+        i += 1;
+    }
+    let (a, b) = (markers[i], markers[i + 1]);
+    let (s0, r0, s1, r1) = (
+        a.time as i128,
+        a.realtime as i128,
+        b.time as i128,
+        b.realtime as i128,
+    );
+    r0 + (t as i128 - s0) * (r1 - r0) / (s1 - s0)
+}
+
+struct Times {
+    last: u64,
+    monotonic: bool,
+}
+
+impl Sink for Times {
+    fn wave_start(&mut self, _: u32, _: u32, _: u32, t: u64) {
+        self.monotonic &= t >= self.last;
+        self.last = t;
+    }
+    fn wave_end(&mut self, _: u32, _: u32, _: u32, t: u64) {
+        self.monotonic &= t >= self.last;
+        self.last = t;
+    }
+    fn marker(&mut self, t: u64, _: u64) {
+        self.monotonic &= t >= self.last;
+        self.last = t;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A stream's waves are its starts and ends paired by slot, in the order they end.
+    #[test]
+    fn waves_round_trip((g, keys, evs) in case()) {
+        let e = write(g, &keys, &evs);
+        let mut bytes = e.bytes();
+        bytes.extend_from_slice(&PADDING);
+        let want: Vec<Wave> = e.waves.iter().map(|x| x.wave).collect();
+        prop_assert_eq!(waves(&gpu(g), &bytes), want);
+        prop_assert_eq!(markers(&gpu(g), &bytes), e.markers.clone());
+        let mut t = Times { last: 0, monotonic: true };
+        decode(g, &bytes, &mut t);
+        prop_assert!(t.monotonic);
+    }
+
+    /// Every prefix of a stream decodes to the waves whose end's packet it holds.
+    #[test]
+    fn cut_at_every_byte((g, keys, evs) in case()) {
+        let e = write(g, &keys, &evs);
+        let bytes = e.bytes();
+        for n in 0..=bytes.len() {
+            prop_assert_eq!(waves(&gpu(g), &bytes[..n]), e.waves_within(n), "{} bytes", n);
+        }
+    }
+
+    /// The clock passes through the markers and maps a time on the line of the two around it,
+    /// or of the first two or last two outside them.
+    #[test]
+    fn clock_through_markers((g, keys, evs) in case()) {
+        let e = write(g, &keys, &evs);
+        let mut bytes = e.bytes();
+        bytes.extend_from_slice(&PADDING);
+        let mut distinct: Vec<Marker> = Vec::new();
+        for m in &e.markers {
+            if distinct.last().is_none_or(|l| m.time > l.time) {
+                distinct.push(*m);
+            }
+        }
+        let c = clock(&gpu(g), &bytes);
+        if distinct.len() < 2 {
+            prop_assert!(c.is_none());
+        } else {
+            let c = c.expect("a clock");
+            let first = distinct[0].time;
+            let last = distinct[distinct.len() - 1].time;
+            let mut ts = vec![first.saturating_sub(1000), first, last, last + 1000];
+            for m in &distinct {
+                ts.push(m.time);
+                ts.push(m.time + 1);
+                prop_assert_eq!(c.realtime(m.time), m.realtime as i128);
+            }
+            for t in ts {
+                prop_assert_eq!(c.realtime(t), realtime(&distinct, t), "time {}", t);
+            }
+        }
+    }
+
+    /// Random bytes, alone or after a header, never make a decoder panic; its waves pair.
+    #[test]
+    fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..2048), header in any::<bool>()) {
+        for g in ALL {
+            let mut data = Vec::new();
+            if header && g != Generation::Cdna {
+                data.extend_from_slice(&Encoder::new(g).bytes());
+            }
+            data.extend_from_slice(&bytes);
+            let ws = waves(&gpu(g), &data);
+            for w in &ws {
+                prop_assert!(w.start <= w.stop || w.stop < 1 << 60);
+            }
+            let _ = clock(&gpu(g), &data).map(|c| (c.realtime(0), c.realtime(u64::MAX), c.seconds(1)));
+            let _ = markers(&gpu(g), &data);
+        }
+    }
+}
+
+fn key(g: Generation, sa: u32, wgp: u32, simd: u32, slot: u32) -> Slot {
+    slot_for(g, (sa, wgp, simd, slot))
+}
+
+#[test]
+fn a_second_start_drops_the_first() {
+    for g in ALL {
+        let k = key(g, 1, 3, 2, 5);
+        let mut e = Encoder::new(g);
+        e.start(k, false);
+        e.gap(10);
+        e.start(k, false);
+        e.gap(7);
+        e.end(k, false);
+        e.flush();
+        let ws = waves(&gpu(g), &e.bytes());
+        assert_eq!(ws.len(), 1, "{g:?}");
+        let s = e.scale();
+        assert_eq!((ws[0].start, ws[0].stop), (10 * s, 17 * s), "{g:?}");
+    }
+}
+
+#[test]
+fn an_end_without_a_start_is_dropped() {
+    for g in ALL {
+        let (a, b) = (key(g, 0, 1, 0, 0), key(g, 0, 1, 0, 1));
+        let mut e = Encoder::new(g);
+        e.end(a, false);
+        e.start(b, false);
+        e.gap(3);
+        e.end(a, false);
+        e.end(b, false);
+        e.end(b, false);
+        e.flush();
+        let ws = waves(&gpu(g), &e.bytes());
+        assert_eq!(ws.len(), 1, "{g:?}");
+        assert_eq!(ws[0].slot, 1);
+    }
+}
+
+#[test]
+fn waves_come_in_the_order_they_end_and_name_their_unit() {
+    for g in ALL {
+        let (a, b) = (key(g, 1, 7, 3, 15), key(g, 0, 2, 1, 3));
+        let mut e = Encoder::new(g);
+        e.start(a, true);
+        e.gap(1);
+        e.start(b, true);
+        e.gap(2);
+        e.end(b, true);
+        e.gap(30);
+        e.end(a, true);
+        e.flush();
+        let ws = waves(&gpu(g), &e.bytes());
+        let s = e.scale();
+        let shift = match g {
+            Generation::Rdna3 => 3,
+            _ => 4,
+        };
+        assert_eq!(
+            ws,
+            vec![
+                Wave {
+                    cu: 2,
+                    simd: 1,
+                    slot: 3,
+                    start: s,
+                    stop: 3 * s
+                },
+                Wave {
+                    cu: 7 | (1 << shift),
+                    simd: 3,
+                    slot: 15,
+                    start: 0,
+                    stop: 33 * s
+                },
+            ],
+            "{g:?}"
+        );
+    }
+}
+
+#[test]
+fn the_time_packet_adds_four() {
+    for g in [Generation::Rdna3, Generation::Rdna4] {
+        let k = key(g, 0, 0, 0, 0);
+        let mut e = Encoder::new(g);
+        e.start(k, false);
+        e.gap(4); // a TIME packet of field 0
+        e.end(k, false);
+        e.gap(19); // field 15
+        e.start(k, false);
+        e.end(k, false);
+        e.flush();
+        let bytes = e.bytes();
+        let ws = waves(&gpu(g), &bytes);
+        assert_eq!(
+            ws.iter().map(|w| (w.start, w.stop)).collect::<Vec<_>>(),
+            vec![(0, 4), (23, 23)]
+        );
+    }
+}
+
+#[test]
+fn an_empty_trace_has_no_waves_and_no_clock() {
+    for g in ALL {
+        assert!(waves(&gpu(g), &[]).is_empty());
+        assert!(clock(&gpu(g), &[]).is_none());
+        assert!(waves(&gpu(g), &Encoder::new(g).bytes()).is_empty());
+    }
+}
+
+#[test]
+fn two_markers_at_one_time_give_no_clock() {
+    for g in [Generation::Rdna3, Generation::Rdna4] {
+        let mut e = Encoder::new(g);
+        e.marker(100);
+        e.marker(200);
+        e.flush();
+        assert_eq!(markers(&gpu(g), &e.bytes()).len(), 2);
+        assert!(clock(&gpu(g), &e.bytes()).is_none());
+        e.gap(50);
+        e.marker(300);
+        let c = clock(&gpu(g), &e.bytes()).expect("a clock");
+        // Of the two at time 0, the first is kept.
+        assert_eq!(c.realtime(0), 100);
+        assert_eq!(c.realtime(25), 200);
+        assert_eq!(c.realtime(100), 500);
+    }
+}
+
+#[test]
+fn gfx9_has_no_clock() {
+    let mut e = Encoder::new(Generation::Cdna);
+    e.marker(1);
+    e.gap(10);
+    e.marker(2);
+    assert!(clock(&gpu(Generation::Cdna), &e.bytes()).is_none());
+}
+
+#[test]
+fn every_truncation_of_every_capture_is_safe() {
+    // Real bytes cut at every length, and with each byte flipped, decode without panicking.
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/sqtt-captures");
+    assert!(
+        dir.is_dir(),
+        "the real captures are missing at {}",
+        dir.display()
+    );
+    for (arch, g) in [
+        ("gfx1100", Generation::Rdna3),
+        ("gfx1200", Generation::Rdna4),
+        ("gfx950", Generation::Cdna),
+    ] {
+        let data = std::fs::read(dir.join(arch).join("gemm_run_0/kern0_se0.att")).unwrap();
+        let full = waves(&gpu(g), &data);
+        let mut previous = 0;
+        for n in 0..=data.len() {
+            let ws = waves(&gpu(g), &data[..n]);
+            assert!(ws.len() >= previous, "{arch}: {n} bytes lost waves");
+            assert_eq!(ws[..], full[..ws.len()], "{arch}: {n} bytes");
+            previous = ws.len();
+        }
+        let mut flipped = data.clone();
+        for i in 0..flipped.len() {
+            flipped[i] ^= 0xA5;
+            let _ = waves(&gpu(g), &flipped);
+            let _ = clock(&gpu(g), &flipped);
+            flipped[i] ^= 0xA5;
+        }
+    }
+}
+
+#[test]
+fn wide_timestamps_at_odd_nibbles() {
+    // A layout-4 timestamp holds 52 bits up to the packet's bit 63: at an odd nibble its top
+    // nibble lies in the byte after the first eight.
+    for g in [Generation::Rdna3, Generation::Rdna4] {
+        for nops in 0..4 {
+            let wide = if g == Generation::Rdna4 {
+                0xF_1234_5678_9ABC
+            } else {
+                0xF_8765_4321
+            };
+            let mut e = Encoder::new(g);
+            for _ in 0..nops {
+                e.nop();
+            }
+            e.marker(wide);
+            e.gap(wide); // a delta of as many bits, in a timestamp packet of its own
+            e.marker(wide + 5);
+            let k = key(g, 0, 0, 0, 0);
+            e.start(k, false);
+            e.end(k, false);
+            e.flush();
+            let bytes = e.bytes();
+            let ms = markers(&gpu(g), &bytes);
+            assert_eq!(
+                ms,
+                vec![
+                    Marker {
+                        time: 0,
+                        realtime: wide
+                    },
+                    Marker {
+                        time: wide,
+                        realtime: wide + 5
+                    }
+                ],
+                "{g:?} {nops}"
+            );
+            assert_eq!(waves(&gpu(g), &bytes)[0].start, wide, "{g:?} {nops}");
+        }
+    }
+}
+
+#[test]
+fn a_clock_needs_two_increasing_markers() {
+    use sqtt_thread_trace::ClockMap;
+    let m = |time, realtime| Marker { time, realtime };
+    assert!(ClockMap::new(vec![], 1).is_none());
+    assert!(ClockMap::new(vec![m(1, 1)], 1).is_none());
+    assert!(ClockMap::new(vec![m(1, 1), m(1, 2)], 1).is_none());
+    assert!(ClockMap::new(vec![m(2, 1), m(1, 2)], 1).is_none());
+    let c = ClockMap::new(vec![m(0, 0), m(1, u64::MAX)], 100).unwrap();
+    // Far from the markers the line saturates rather than overflows.
+    let _ = (
+        c.realtime(u64::MAX),
+        c.seconds(u64::MAX),
+        c.cycles_per_tick(),
+    );
+    assert_eq!(c.realtime(1), i128::from(u64::MAX));
+    assert_eq!(c.clock_hz(), 100);
+    assert_eq!(c.markers().len(), 2);
+}
+
+#[test]
+fn times_that_wrap_do_not_panic() {
+    // 8192 layout-4 timestamps of the widest delta pass 2^64 cycles: a corrupt trace, decoded all
+    // the same (in debug builds, where an overflow would panic).
+    for g in [Generation::Rdna3, Generation::Rdna4] {
+        let mut e = Encoder::new(g);
+        let k = key(g, 0, 0, 0, 0);
+        e.start(k, false);
+        let widest = if g == Generation::Rdna3 {
+            (1u64 << 36) - 1
+        } else {
+            (1u64 << 52) - 1
+        };
+        for i in 0..5000 {
+            e.gap(widest.min(u64::MAX - e.time()));
+            if i % 1000 == 0 {
+                e.marker(i);
+            }
+        }
+        e.end(k, false);
+        let mut bytes = e.bytes();
+        // Timestamps of the widest field, written by hand so that their sum wraps.
+        let unit: u128 = 0x01 | (u128::from(widest) << 12);
+        let nibbles = if g == Generation::Rdna3 { 12 } else { 16 };
+        let mut extra = Vec::new();
+        for _ in 0..(1 << 13) {
+            for i in 0..nibbles {
+                extra.push(((unit >> (4 * i)) & 0xF) as u8);
+            }
+        }
+        for c in extra.chunks(2) {
+            bytes.push(c[0] | (c.get(1).copied().unwrap_or(0) << 4));
+        }
+        bytes.extend_from_slice(&e.bytes()[8..]);
+        let _ = waves(&gpu(g), &bytes);
+        let _ = clock(&gpu(g), &bytes).map(|c| c.realtime(u64::MAX));
+    }
+}
