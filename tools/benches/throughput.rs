@@ -234,6 +234,15 @@ fn cpu_seconds() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// User and system CPU seconds of this process (/proc/self/stat, clock ticks of 1/100 s).
+fn user_sys_seconds() -> (f64, f64) {
+    let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let rest = s.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
+    (tick(11), tick(12))
+}
+
 fn child(tool: &str, dir: &Path) {
     let opts = Options::default();
     let t = Instant::now();
@@ -266,8 +275,9 @@ fn child(tool: &str, dir: &Path) {
     };
     let dt = t.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - c0;
+    let (user, sys) = user_sys_seconds();
     println!(
-        "{tool:>10}: {records} records: {:.2} M records/s per CPU second ({cpu:.2} s CPU), {:.2} M/s wall ({dt:.2} s), peak RSS {} MiB ({extra})",
+        "{tool:>10}: {records} records: {:.2} M records/s per CPU second ({cpu:.2} s CPU: {user:.2} user, {sys:.2} system), {:.2} M/s wall ({dt:.2} s), peak RSS {} MiB ({extra})",
         records as f64 / cpu / 1e6,
         records as f64 / dt / 1e6,
         vm_hwm_kib() / 1024
