@@ -225,7 +225,8 @@ impl<W: Write> Sink for Perfetto<W> {
                 None => "unknown dispatch (no occupancy)".to_string(),
             };
             self.kernel_names.insert(pid, w.kernel);
-            self.meta("process_name", pid, 0, &pname);
+            // The process's own thread (tid = pid), as Chrome traces name processes.
+            self.meta("process_name", pid, pid as u32, &pname);
         }
         let mut tid = thread_id(w.se, w.cu, w.simd, w.wave_id, w.instance);
         if tid.is_some_and(|t| self.tids.contains(&t)) {
