@@ -220,3 +220,48 @@ fn empty_ui_dir_is_an_error() {
         Ok(_) => panic!("no error"),
     }
 }
+
+#[test]
+fn random_records_never_panic() {
+    // Garbage values on real slots (headers, exits, payload-bearing IDs, clock bits) and garbage
+    // slots, over a trace whose funcmaps are real.
+    let (dir, _) = setup();
+    let mut rng = sim::Rng(99);
+    for ui in [UI1, UI2] {
+        let p = dir.path().join(ui).join("shaderdata_0_0.json");
+        let mut rows = Vec::new();
+        for i in 0..5000u64 {
+            let value = match rng.below(4) {
+                0 => rng.next() as u32,
+                1 => (rng.below(20) as u32) << 2 | rng.below(4) as u32,
+                2 => 1,
+                _ => ((rng.next() as u32) & 0xFFF0_0000) | (rng.below(8) as u32) << 2 | 2,
+            };
+            let (cu, simd, wave) = if rng.below(5) == 0 {
+                (rng.below(1 << 20), rng.below(300), rng.below(1 << 16))
+            } else {
+                (rng.below(2), rng.below(4), rng.below(8))
+            };
+            let flags = if rng.below(10) == 0 { 2 } else { 0 };
+            rows.push(format!(
+                "[{},{value},{cu},{simd},{wave},{flags}]",
+                100 + i * 3
+            ));
+        }
+        std::fs::write(&p, format!("{{\"records\":[{}]}}", rows.join(","))).unwrap();
+    }
+    let o = Options::default();
+    commands::flamegraph(dir.path(), &o, &NoProgress).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let r = commands::perfetto(dir.path(), Some(out.path()), Some(1.7), &o, &NoProgress).unwrap();
+    for f in &r.files {
+        let _: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+    }
+    let (_, json) = commands::memory(dir.path(), Some(Vec::new()), 16, &o, &NoProgress).unwrap();
+    let _: Value = serde_json::from_slice(&json.unwrap()).unwrap();
+    let raw = Options {
+        decode_markers: false,
+        demangle: true,
+    };
+    commands::flamegraph(dir.path(), &raw, &NoProgress).unwrap();
+}
