@@ -33,6 +33,8 @@ pub struct OpStats {
     pub strides: BTreeMap<i64, u64>,
     /// Executions with at least two lanes and no single stride.
     pub irregular: u64,
+    /// Kernels (dispatch names) the op ran in.
+    pub kernels: std::collections::BTreeSet<String>,
 }
 
 impl OpStats {
@@ -129,6 +131,7 @@ impl OpStats {
             "category": self.category,
             "kind": self.kind,
             "source_loc": self.source_loc,
+            "kernels": self.kernels,
             "executions": self.executions,
             "active_lanes": self.active_lanes,
             "avg_active_lanes": round3(per(self.active_lanes)),
@@ -272,6 +275,9 @@ impl<W: Write> Sink for MemoryReport<W> {
                 ..Default::default()
             });
         stats.add(b, self.access_size);
+        if !stats.kernels.contains(names.get(w.kernel)) {
+            stats.kernels.insert(names.get(w.kernel).to_string());
+        }
         self.blocks += 1;
         let Some(out) = self.out.as_mut() else {
             return;

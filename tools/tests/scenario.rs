@@ -291,6 +291,10 @@ fn memory_summary_figures() {
     // kernel_d's global load: 32 lanes x 16 B stride, 4 B each, wave 0 full EXEC.
     let ld = find(4, 2);
     assert_eq!(ld["stride"], 16);
+    assert_eq!(
+        ld["kernels"],
+        serde_json::json!(["kernel_d(unsigned int*)"])
+    );
     // Full wave: 32 lanes over 512 B = 8 lines of 64 B with 128 B used.
     // EXEC 0x00FF00F0: 12 lanes.
     assert_eq!(ld["executions"], 2);
