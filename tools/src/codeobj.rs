@@ -34,71 +34,13 @@ pub fn read_code_object_funcmap(path: &Path) -> Result<Option<Funcmap>, Error> {
     }
 }
 
-/// Address-trace protocol families (spec "Address width by type").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum AddrCategory {
-    /// Flat/global: 64-bit addresses, 2 tokens per lane.
-    Memory,
-    /// LDS: 32-bit addresses.
-    Lds,
-    /// Raw buffer: rsrc_lo, rsrc_hi, soffset, then a voffset per lane.
-    Buffer,
-    /// Struct buffer: as raw buffer, then a vindex per lane.
-    StructBuffer,
-    /// ds_permute / ds_bpermute: a byte index per lane.
-    Permute,
-}
-
-impl AddrCategory {
-    pub fn label(self) -> &'static str {
-        match self {
-            AddrCategory::Memory => "memory",
-            AddrCategory::Lds => "lds",
-            AddrCategory::Buffer => "buffer",
-            AddrCategory::StructBuffer => "struct_buffer",
-            AddrCategory::Permute => "ds_permute",
-        }
-    }
-
-    /// Payload records after the header for this category and wave size.
-    pub fn payload_records(self, wave_size: u32) -> u32 {
-        2 + match self {
-            AddrCategory::Memory => 2 * wave_size,
-            AddrCategory::Lds | AddrCategory::Permute => wave_size,
-            AddrCategory::Buffer => 3 + wave_size,
-            AddrCategory::StructBuffer => 3 + 2 * wave_size,
-        }
-    }
-
-    /// The wave size a payload count implies, when it implies one.
-    pub fn wave_size_from_payload(self, n: u32) -> Option<u32> {
-        [32, 64].into_iter().find(|w| self.payload_records(*w) == n)
-    }
-}
+/// The payload layout of an address-trace header (the table lives in sqtt-markers, next to the
+/// plugin that writes it).
+pub use sqtt_markers::addr_trace::Layout as AddrCategory;
 
 /// What a marker name says about an address-trace op: category and access kind.
 pub fn classify_addr_trace(name: &str) -> Option<(AddrCategory, &'static str)> {
-    let rest = name.strip_prefix(sqtt_markers::funcmap::ADDR_TRACE_PREFIX)?;
-    let (cat, op) = if let Some(op) = rest.strip_prefix("struct_buffer_") {
-        (AddrCategory::StructBuffer, op)
-    } else if let Some(op) = rest.strip_prefix("buffer_") {
-        (AddrCategory::Buffer, op)
-    } else if let Some(op) = rest.strip_prefix("lds_") {
-        (AddrCategory::Lds, op)
-    } else if rest == "ds_permute" {
-        return Some((AddrCategory::Permute, "permute"));
-    } else if rest == "ds_bpermute" {
-        return Some((AddrCategory::Permute, "bpermute"));
-    } else {
-        (AddrCategory::Memory, rest)
-    };
-    let op = match op {
-        "load" => "load",
-        "store" => "store",
-        "atomic" => "atomic",
-        _ => return None,
-    };
-    Some((cat, op))
+    sqtt_markers::addr_trace::Kind::from_name(name).map(|k| (k.layout, k.access.label()))
 }
 
 /// How the decoder treats a marker ID of a code object.
@@ -141,6 +83,8 @@ pub struct CodeObject {
     pub source: String,
     /// Wave size: `W:` row, else what the `R:` counts of address ops imply, else the gfxip's.
     pub wave_size: u32,
+    /// The marker layout of the funcmap's `M:` row.
+    pub encoding: sqtt_markers::MarkerEncoding,
     dense: Vec<(MarkerClass, u32, u32)>,
     sparse: FxHashMap<u32, (MarkerClass, u32, u32)>,
 }
@@ -181,6 +125,7 @@ impl CodeObject {
         }
         CodeObject {
             id,
+            encoding: funcmap.marker_encoding(),
             funcmap,
             source,
             wave_size,

@@ -12,7 +12,8 @@ use std::io::Read;
 use std::path::Path;
 
 use rustc_hash::FxHashMap;
-use sqtt_markers::{decode_marker_value, DecodedMarker, Entry, Funcmap, MarkerEncoding};
+use sqtt_markers::encoding::decode_marker_value_with;
+use sqtt_markers::{DecodedMarker, Entry, Funcmap, MarkerEncoding};
 
 use crate::codeobj::{demangle, AddrCategory, CodeObject, MarkerClass};
 use crate::diag::{kind, Diagnostics, Progress};
@@ -657,7 +658,9 @@ impl Engine {
         self.stats.headers += 1;
         let co = slot.co.map(|i| &t.codeobjs[i]);
         let m = match co {
-            Some(c) => decode_marker_value(r.value, &c.funcmap),
+            Some(c) => {
+                decode_marker_value_with(r.value, &c.encoding, |id| c.lookup(id).2.is_some())
+            }
             None => MarkerEncoding::legacy().decode(r.value),
         };
         let (class, npay) = match co {
