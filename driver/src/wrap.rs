@@ -19,6 +19,8 @@ pub struct OwnOptions {
     pub config: Option<PathBuf>,
     pub verbose: bool,
     pub help: bool,
+    /// `--sqtt-include-dir`: print the directory of markers.hpp (for `-E` by hand, IDEs).
+    pub include_dir: bool,
 }
 
 pub const OWN_OPTIONS_HELP: &str = "\
@@ -31,6 +33,7 @@ Own options (never passed to hipcc):
   --sqtt-config=PATH   use this sqtt.toml (default: SQTT_CONFIG, else sqtt.toml found from the
                        working directory upward)
   --sqtt-verbose       print what the wrapper does on stderr (also SQTT_VERBOSE=1)
+  --sqtt-include-dir   print the directory of markers.hpp and exit
   --sqtt-help          this text
 
 Settings: sqtt.toml, then SQTT_* variables over it (see docs/driver.md).
@@ -72,10 +75,12 @@ pub fn split_own(argv: &[String]) -> Result<(OwnOptions, Vec<String>), Fail> {
             }
             "verbose" if value.is_none() => own.verbose = true,
             "help" if value.is_none() => own.help = true,
+            "include-dir" if value.is_none() => own.include_dir = true,
             _ => {
                 return Err(Fail::usage(format!(
                     "unknown option {a}; sqtt-hipcc's own options are --sqtt-config=PATH, \
-                     --sqtt-verbose and --sqtt-help (every other option goes to hipcc)"
+                     --sqtt-verbose, --sqtt-include-dir and --sqtt-help (every other option goes \
+                     to hipcc)"
                 )))
             }
         }
@@ -114,6 +119,10 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
         print!("{OWN_OPTIONS_HELP}");
         return Ok(0);
     }
+    if own.include_dir {
+        println!("{}", locate::markers_include_dir(&getenv)?.display());
+        return Ok(0);
+    }
     if getenv(DEPTH_VAR).is_some_and(|v| !v.is_empty()) {
         return Err(Fail::usage(
             "sqtt-hipcc is calling itself (the hipcc it found runs sqtt-hipcc again); set \
@@ -128,7 +137,9 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
     let verbose_env = env_string(sqtt_config::var::VERBOSE)
         .is_some_and(|v| !v.is_empty() && v != "0" && v != "false" && v != "off");
     match cls.kind {
-        StepKind::Probe | StepKind::Unknown => {
+        // Identity probes and preprocessing (-E, -M, -MM) go to hipcc untouched, as the issue
+        // asks: what they print must be hipcc's own.
+        StepKind::Probe | StepKind::Preprocess | StepKind::Unknown => {
             // Settings only to find hipcc; a broken sqtt.toml must not break a probe.
             let settings = load_settings(&own, &cwd).ok();
             let configured = settings.as_ref().and_then(|s| s.hipcc.clone()).or_else(|| {
@@ -156,7 +167,7 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
             }
             Err(exec(cmd, &hipcc))
         }
-        StepKind::Preprocess | StepKind::Compile | StepKind::Link => {
+        StepKind::Compile | StepKind::Link => {
             let settings = load_settings(&own, &cwd)?;
             let verbose = own.verbose || settings.verbose || verbose_env;
             let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;

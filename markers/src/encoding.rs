@@ -208,10 +208,22 @@ impl MarkerEncoding {
 /// Decodes a raw shaderdata value with a code object's funcmap: packed for IDs the funcmap
 /// registers and for bare exits, legacy for everything else (unregistered numeric markers).
 pub fn decode_marker_value(raw: u32, funcmap: &Funcmap) -> DecodedMarker {
-    let enc = funcmap.marker_encoding();
-    if enc.has_shader_clock() {
-        let packed = enc.decode(raw);
-        if packed.is_exit() || funcmap.by_id(packed.id).is_some() {
+    decode_marker_value_with(raw, &funcmap.marker_encoding(), |id| {
+        funcmap.by_id(id).is_some()
+    })
+}
+
+/// [`decode_marker_value`] with the encoding and the "is this ID registered" test supplied by
+/// the caller (a decoder of many records keeps both in an index instead of searching the
+/// funcmap per record).
+pub fn decode_marker_value_with(
+    raw: u32,
+    encoding: &MarkerEncoding,
+    is_registered: impl Fn(u32) -> bool,
+) -> DecodedMarker {
+    if encoding.has_shader_clock() {
+        let packed = encoding.decode(raw);
+        if packed.is_exit() || is_registered(packed.id) {
             return packed;
         }
     }

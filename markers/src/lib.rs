@@ -2,6 +2,7 @@
 //! the marker encoding ([`encoding`]), the `.sqtt_funcmap` rows ([`funcmap`], one writer and one
 //! parser) and the device header `markers.hpp`. No LLVM here.
 
+pub mod addr_trace;
 pub mod encoding;
 pub mod funcmap;
 

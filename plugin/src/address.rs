@@ -12,6 +12,7 @@
 //! | ds_(b)permute     | index (byte offset)     |                           |
 
 use sqtt_config::AddressTrace;
+use sqtt_markers::addr_trace::{Access, Kind, Layout};
 use sqtt_markers::encoding;
 
 use crate::compat;
@@ -44,35 +45,33 @@ enum BufferOp {
 }
 
 impl Category {
-    fn name(self) -> &'static str {
+    /// The funcmap kind (name and payload layout, shared with the trace tools).
+    fn kind(self) -> Kind {
         use BufferOp as B;
-        match self {
-            Category::Load => "addr_trace_load",
-            Category::Store => "addr_trace_store",
-            Category::Atomic => "addr_trace_atomic",
-            Category::LdsLoad => "addr_trace_lds_load",
-            Category::LdsStore => "addr_trace_lds_store",
-            Category::LdsAtomic => "addr_trace_lds_atomic",
-            Category::Buffer(B::Load) => "addr_trace_buffer_load",
-            Category::Buffer(B::Store) => "addr_trace_buffer_store",
-            Category::Buffer(B::Atomic) => "addr_trace_buffer_atomic",
-            Category::StructBuffer(B::Load) => "addr_trace_struct_buffer_load",
-            Category::StructBuffer(B::Store) => "addr_trace_struct_buffer_store",
-            Category::StructBuffer(B::Atomic) => "addr_trace_struct_buffer_atomic",
-            Category::Permute => "addr_trace_ds_permute",
-            Category::BPermute => "addr_trace_ds_bpermute",
-        }
-    }
-
-    /// Payload records after the header: EXEC (2), fixed words, and the lane words.
-    fn payload_count(self, wave_size: u32) -> u32 {
-        let (fixed, per_lane) = match self {
-            Category::Load | Category::Store | Category::Atomic => (0, 2),
-            Category::Buffer(_) => (3, 1),
-            Category::StructBuffer(_) => (3, 2),
-            _ => (0, 1),
+        let (layout, access) = match self {
+            Category::Load => (Layout::Memory, Access::Load),
+            Category::Store => (Layout::Memory, Access::Store),
+            Category::Atomic => (Layout::Memory, Access::Atomic),
+            Category::LdsLoad => (Layout::Lds, Access::Load),
+            Category::LdsStore => (Layout::Lds, Access::Store),
+            Category::LdsAtomic => (Layout::Lds, Access::Atomic),
+            Category::Buffer(op) | Category::StructBuffer(op) => {
+                let layout = if matches!(self, Category::Buffer(_)) {
+                    Layout::Buffer
+                } else {
+                    Layout::StructBuffer
+                };
+                let access = match op {
+                    B::Load => Access::Load,
+                    B::Store => Access::Store,
+                    B::Atomic => Access::Atomic,
+                };
+                (layout, access)
+            }
+            Category::Permute => (Layout::Permute, Access::Permute),
+            Category::BPermute => (Layout::Permute, Access::BPermute),
         };
-        2 + fixed + per_lane * wave_size
+        Kind::new(layout, access)
     }
 }
 
@@ -207,10 +206,11 @@ pub fn instrument(
             .filter_map(|i| classify(i, which))
             .collect();
         for op in ops {
+            let kind = op.category.kind();
             let id = ids.system_point(
-                op.category.name(),
+                kind.name(),
                 source_chain(op.inst),
-                op.category.payload_count(target.wave_size),
+                kind.payload_records(target.wave_size),
             );
             ids.wave_size = Some(target.wave_size);
             emit_block(m, emitter, scopes, *f, target, &op, id);

@@ -159,16 +159,28 @@ fn probes_links_and_unknown_pass_untouched() {
 }
 
 #[test]
-fn preprocessing_sees_the_header_and_the_define_but_no_plugin() {
+fn preprocessing_goes_to_hipcc_untouched() {
     let fx = Fx::new();
-    for given in [&["-E", "k.hip"][..], &["-M", "k.hip"], &["-MM", "k.hip"]] {
+    for given in [
+        &["-E", "k.hip"][..],
+        &["-M", "k.hip"],
+        &["-MM", "k.hip"],
+        &["-E", "-dM", "-x", "hip", "-"],
+    ] {
         let o = fx.run(given, &[]);
         assert!(o.status.success(), "{}", stderr(&o));
-        let extra = added(&fx.argv(), given);
-        assert_eq!(extra.len(), 2, "{extra:?}");
-        assert!(extra[0].starts_with("-I"));
-        assert_eq!(extra[1], "-DSQTT_ENABLED=1");
+        assert_eq!(fx.argv(), s(given), "{given:?}");
+        assert!(o.stdout.is_empty() && o.stderr.is_empty(), "{given:?}");
     }
+    // The header's directory, for preprocessing by hand.
+    let o = fx.run(&["--sqtt-include-dir"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = String::from_utf8(o.stdout).unwrap();
+    let header = std::path::Path::new(dir.trim()).join("markers.hpp");
+    assert_eq!(
+        std::fs::read_to_string(&header).unwrap(),
+        sqtt_markers::MARKERS_HPP
+    );
 }
 
 #[test]

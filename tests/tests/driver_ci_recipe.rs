@@ -1,4 +1,4 @@
-//! The copy-paste CI job of docs/driver.md, run as written (minus the install and cargo build
+//! The copy-paste CI job of README.md, run as written (minus the install and cargo build
 //! steps, which the test run has done) on the repository's example, with the built sqtt-hipcc
 //! and plugin found on PATH the way a CI job finds them.
 
@@ -9,11 +9,11 @@ use sqtt_e2e::toolchain::{plugin_path, repo_root, run_ok, workdir};
 
 #[test]
 fn the_documented_ci_job_passes_on_the_example() {
-    let doc = std::fs::read_to_string(repo_root().join("docs/driver.md")).unwrap();
+    let doc = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
     let section = doc
         .split("## A CI job")
         .nth(1)
-        .expect("docs/driver.md has a CI job section");
+        .expect("README.md has a CI job section");
     let block = section
         .split("```sh\n")
         .nth(1)

@@ -1,12 +1,22 @@
-//! `sqtt`: post-processing of SQTT captures.
+//! `sqtt`: post-processing of SQTT captures. Each subcommand is a thin wrapper over
+//! `sqtt_tools::commands`.
 
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
 use sqtt_thread_trace::cli as tt;
+use sqtt_tools::diag::{Diagnostics, NoProgress, Progress};
+use sqtt_tools::engine::Options;
 
 #[derive(Parser)]
-#[command(name = "sqtt", version, about = "Post-processing of SQTT captures")]
+#[command(
+    name = "sqtt",
+    version,
+    about = "Post-processing of SQTT captures (rocprofv3 --att output)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -14,6 +24,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Print the .sqtt_funcmap table of code objects.
+    Funcmap(FuncmapArgs),
+    /// Folded stacks (`frame;frame;... cycles`) on stdout, optionally an SVG flamegraph.
+    Flamegraph(FlamegraphArgs),
+    /// One Chrome Trace Event JSON per ui_* directory, for the Perfetto UI.
+    Perfetto(PerfettoArgs),
+    /// Address-trace blocks as JSON, or a per-op summary.
+    Memory(MemoryArgs),
     /// The waves of one shader engine's raw thread trace.
     Waves(tt::WavesArgs),
     /// The realtime markers of one shader engine's raw thread trace and the clock they fit.
@@ -22,18 +40,223 @@ enum Command {
     ThreadTrace(tt::ThreadTraceArgs),
 }
 
+#[derive(Args)]
+struct FuncmapArgs {
+    /// Code object files.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Demangle C++ names.
+    #[arg(long)]
+    demangle: bool,
+}
+
+#[derive(Args)]
+struct Common {
+    /// A rocprofv3 --att output directory (or one ui_output_* directory in it).
+    dir: PathBuf,
+    /// Demangle C++ names.
+    #[arg(long)]
+    demangle: bool,
+    /// Keep packed gfx12 marker values and arrival times (no timestamp correction).
+    #[arg(long)]
+    no_decode_markers: bool,
+}
+
+impl Common {
+    fn options(&self) -> Options {
+        Options {
+            decode_markers: !self.no_decode_markers,
+            demangle: self.demangle,
+        }
+    }
+}
+
+#[derive(Args)]
+struct FlamegraphArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Also write an SVG flamegraph here.
+    #[arg(long, value_name = "PATH")]
+    svg: Option<PathBuf>,
+    /// Title of the SVG.
+    #[arg(long, default_value = "SQTT flamegraph")]
+    title: String,
+}
+
+#[derive(Args)]
+struct PerfettoArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Directory for the *.perfetto.json files (default: beside each ui_* directory).
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// Shader clock in GHz: timestamps become ns (default: cycles labelled as ns).
+    #[arg(long, value_name = "GHZ", value_parser = parse_ghz)]
+    clock_rate_ghz: Option<f64>,
+}
+
+#[derive(Args)]
+struct MemoryArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Write the JSON report here (default: stdout, unless --summary).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Print the per-op summary table (cache-line utilisation, stride, coalescing).
+    #[arg(long)]
+    summary: bool,
+    /// Bytes each lane accesses, for the utilisation figures.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=256))]
+    access_size: u64,
+}
+
+fn parse_ghz(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err("the clock rate must be a positive number of GHz".into())
+    }
+}
+
+struct Bar(indicatif::ProgressBar);
+
+impl Progress for Bar {
+    fn set_total(&self, bytes: u64) {
+        self.0.set_length(bytes);
+    }
+    fn inc(&self, bytes: u64) {
+        self.0.inc(bytes);
+    }
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+fn progress() -> Box<dyn Progress> {
+    if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} reading shaderdata {bar:40} {bytes}/{total_bytes} ({eta})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        Box::new(Bar(bar))
+    } else {
+        Box::new(NoProgress)
+    }
+}
+
+fn warn(diag: &Diagnostics) {
+    for line in diag.to_string().lines() {
+        eprintln!("sqtt: {line}");
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Funcmap(a) => {
+            let mut out = std::io::stdout().lock();
+            let mut failed = 0;
+            for f in &a.files {
+                match sqtt_codeobj::read_path(f) {
+                    Ok(cos) if cos.is_empty() => {
+                        writeln!(out, "{}: no code objects", f.display())?;
+                    }
+                    Ok(cos) => {
+                        let name = f.display().to_string();
+                        for co in &cos {
+                            let text =
+                                sqtt_codeobj::table::render_code_object(&name, co, a.demangle);
+                            out.write_all(text.as_bytes())?;
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!("sqtt: error: {e}");
+                        failed += 1;
+                    }
+                }
+            }
+            out.flush()?;
+            if failed > 0 {
+                anyhow::bail!("{failed} of {} files could not be read", a.files.len());
+            }
+        }
+        Command::Flamegraph(a) => {
+            let p = progress();
+            let r = sqtt_tools::commands::flamegraph(&a.common.dir, &a.common.options(), &*p)?;
+            warn(&r.diag);
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            sqtt_tools::flamegraph::write_folded(&mut out, &r.folded)?;
+            out.flush()?;
+            if let Some(svg) = &a.svg {
+                let f = std::fs::File::create(svg)
+                    .with_context(|| format!("cannot create {}", svg.display()))?;
+                sqtt_tools::flamegraph::write_svg(std::io::BufWriter::new(f), &r.folded, &a.title)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", svg.display()))?;
+            }
+        }
+        Command::Perfetto(a) => {
+            let p = progress();
+            let r = sqtt_tools::commands::perfetto(
+                &a.common.dir,
+                a.output.as_deref(),
+                a.clock_rate_ghz,
+                &a.common.options(),
+                &*p,
+            )?;
+            warn(&r.diag);
+            for f in &r.files {
+                eprintln!("sqtt: wrote {}", f.display());
+            }
+        }
+        Command::Waves(a) => tt::run_waves(&a, &mut std::io::stdout().lock())?,
+        Command::Clock(a) => tt::run_clock(&a, &mut std::io::stdout().lock())?,
+        Command::ThreadTrace(a) => tt::run_thread_trace(&a, &mut std::io::stdout().lock())?,
+        Command::Memory(a) => {
+            let p = progress();
+            let opts = a.common.options();
+            let out: Option<Box<dyn Write>> = match (&a.output, a.summary) {
+                (Some(path), _) => Some(Box::new(std::io::BufWriter::new(
+                    std::fs::File::create(path)
+                        .with_context(|| format!("cannot create {}", path.display()))?,
+                ))),
+                (None, false) => Some(Box::new(std::io::BufWriter::new(std::io::stdout()))),
+                (None, true) => None,
+            };
+            let (r, _) =
+                sqtt_tools::commands::memory(&a.common.dir, out, a.access_size, &opts, &*p)?;
+            warn(&r.diag);
+            if a.summary {
+                let mut out = std::io::stdout().lock();
+                out.write_all(r.summary_table.as_bytes())?;
+                out.flush()?;
+            }
+            if r.blocks == 0 {
+                eprintln!("sqtt: warning: no address-trace blocks found");
+            }
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let mut out = std::io::stdout().lock();
-    let result = match &cli.command {
-        Command::Waves(a) => tt::run_waves(a, &mut out),
-        Command::Clock(a) => tt::run_clock(a, &mut out),
-        Command::ThreadTrace(a) => tt::run_thread_trace(a, &mut out),
-    };
-    match result {
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // A reader that stopped early (`sqtt flamegraph DIR | head`) is not an error.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
-            eprintln!("sqtt: {e:#}");
+            eprintln!("sqtt: error: {e:#}");
+            // 2 for the usage errors the thread-trace subcommands find themselves, else 1.
             ExitCode::from(tt::exit_code(&e) as u8)
         }
     }

@@ -1,0 +1,189 @@
+//! Code objects and their funcmaps, with the lookup tables the decoder needs per record.
+
+use std::path::Path;
+
+use rustc_hash::FxHashMap;
+use sqtt_codeobj::FuncmapState;
+use sqtt_markers::{Entry, EntryKind, Funcmap};
+
+use crate::error::Error;
+
+/// Reads the funcmap of one code object file (`*_code_object_id_<N>.out`, a bare AMDGPU ELF;
+/// anything `sqtt-codeobj` reads works): the funcmap of its first code object that has one.
+///
+/// `Ok(None)` when no code object in the file has a `.sqtt_funcmap` section. This is the one
+/// place the trace tools read code objects.
+pub fn read_code_object_funcmap(path: &Path) -> Result<Option<Funcmap>, Error> {
+    let cos = sqtt_codeobj::read_path(path).map_err(|e| Error::CodeObject(e.to_string()))?;
+    let mut malformed = None;
+    for co in cos {
+        match co.funcmap {
+            FuncmapState::Present { map, .. } => return Ok(Some(map)),
+            FuncmapState::Malformed(error) => {
+                malformed.get_or_insert(error);
+            }
+            FuncmapState::Missing | FuncmapState::NotLinked => {}
+        }
+    }
+    match malformed {
+        Some(error) => Err(Error::Funcmap {
+            path: path.to_path_buf(),
+            error,
+        }),
+        None => Ok(None),
+    }
+}
+
+/// The payload layout of an address-trace header (the table lives in sqtt-markers, next to the
+/// plugin that writes it).
+pub use sqtt_markers::addr_trace::Layout as AddrCategory;
+
+/// What a marker name says about an address-trace op: category and access kind.
+pub fn classify_addr_trace(name: &str) -> Option<(AddrCategory, &'static str)> {
+    sqtt_markers::addr_trace::Kind::from_name(name).map(|k| (k.layout, k.access.label()))
+}
+
+/// How the decoder treats a marker ID of a code object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerClass {
+    /// Not in the funcmap.
+    Unknown,
+    Function,
+    User,
+    Point,
+    /// An `addr_trace_*` point header.
+    Address(AddrCategory),
+    /// An `addr_trace_*` name of no known kind.
+    AddressUnknown,
+}
+
+impl MarkerClass {
+    fn of(e: &Entry) -> MarkerClass {
+        match e.kind {
+            EntryKind::Function => MarkerClass::Function,
+            EntryKind::User => MarkerClass::User,
+            EntryKind::Kernel => MarkerClass::Unknown,
+            EntryKind::Point if e.is_address_trace() => match classify_addr_trace(&e.name) {
+                Some((c, _)) => MarkerClass::Address(c),
+                None => MarkerClass::AddressUnknown,
+            },
+            EntryKind::Point => MarkerClass::Point,
+        }
+    }
+}
+
+const DENSE_LIMIT: u32 = 1 << 20;
+
+/// One code object: its funcmap plus per-ID lookup tables.
+#[derive(Debug, Clone)]
+pub struct CodeObject {
+    pub id: u64,
+    pub funcmap: Funcmap,
+    /// Where the funcmap came from (a file name or `code.json`).
+    pub source: String,
+    /// Wave size: `W:` row, else what the `R:` counts of address ops imply, else the gfxip's.
+    pub wave_size: u32,
+    /// The marker layout of the funcmap's `M:` row.
+    pub encoding: sqtt_markers::MarkerEncoding,
+    dense: Vec<(MarkerClass, u32, u32)>,
+    sparse: FxHashMap<u32, (MarkerClass, u32, u32)>,
+}
+
+impl CodeObject {
+    /// Builds the tables. `default_wave_size` is used when the funcmap does not tell.
+    pub fn new(id: u64, funcmap: Funcmap, source: String, default_wave_size: u32) -> CodeObject {
+        let inferred = funcmap.entries.iter().find_map(|e| {
+            let (cat, _) = classify_addr_trace(&e.name).filter(|_| e.is_address_trace())?;
+            cat.wave_size_from_payload(funcmap.payload_count(e.id?))
+        });
+        let wave_size = funcmap
+            .wave_size
+            .filter(|w| *w == 32 || *w == 64)
+            .or(inferred)
+            .unwrap_or(default_wave_size);
+        let mut dense = Vec::new();
+        let mut sparse = FxHashMap::default();
+        for (i, e) in funcmap.entries.iter().enumerate() {
+            let Some(mid) = e.id else { continue };
+            let class = MarkerClass::of(e);
+            let mut n = funcmap.payload_count(mid);
+            if let (MarkerClass::Address(cat), 0) = (class, n) {
+                // No R: row (an older funcmap): the framing of W: and the op kind.
+                n = cat.payload_records(wave_size);
+            }
+            let v = (class, n, i as u32);
+            if mid < DENSE_LIMIT {
+                if dense.len() <= mid as usize {
+                    dense.resize(mid as usize + 1, (MarkerClass::Unknown, 0, u32::MAX));
+                }
+                if dense[mid as usize].2 == u32::MAX {
+                    dense[mid as usize] = v;
+                }
+            } else {
+                sparse.entry(mid).or_insert(v);
+            }
+        }
+        CodeObject {
+            id,
+            encoding: funcmap.marker_encoding(),
+            funcmap,
+            source,
+            wave_size,
+            dense,
+            sparse,
+        }
+    }
+
+    /// Class, payload count and entry of marker `id`.
+    #[inline]
+    pub fn lookup(&self, id: u32) -> (MarkerClass, u32, Option<&Entry>) {
+        let v = if let Some(v) = self.dense.get(id as usize) {
+            *v
+        } else if id < DENSE_LIMIT {
+            return (MarkerClass::Unknown, 0, None);
+        } else {
+            match self.sparse.get(&id) {
+                Some(v) => *v,
+                None => return (MarkerClass::Unknown, 0, None),
+            }
+        };
+        let entry = self.funcmap.entries.get(v.2 as usize);
+        (v.0, v.1, entry)
+    }
+
+    /// Kernel names of the `K:` rows.
+    pub fn kernel_names(&self) -> impl Iterator<Item = &str> {
+        self.funcmap.kernels().map(|e| e.name.as_str())
+    }
+}
+
+/// Wave size of a gfxip name: wave64 on gfx9 (CDNA), wave32 on gfx10+.
+pub fn default_wave_size(gfxip: Option<&str>) -> u32 {
+    match gfxip {
+        Some(g) => {
+            let digits: String = g
+                .trim_start_matches("gfx")
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect();
+            if digits.starts_with('9') || digits.is_empty() {
+                64
+            } else {
+                32
+            }
+        }
+        None => 64,
+    }
+}
+
+/// Demangles an Itanium C++ name when it is one (a kernel descriptor's `.kd` suffix is
+/// dropped first); other names are returned unchanged.
+pub fn demangle(name: &str) -> String {
+    let base = name.strip_suffix(".kd").unwrap_or(name);
+    let d = sqtt_codeobj::demangle(base);
+    if d == base {
+        name.to_string()
+    } else {
+        d
+    }
+}

@@ -1,0 +1,199 @@
+//! The subcommands as library functions (the binary only parses arguments and prints).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::diag::{Diagnostics, Progress};
+use crate::engine::{Names, Options, RunStats, Trace};
+use crate::error::Error;
+use crate::flamegraph::Flamegraph;
+use crate::memory::MemoryReport;
+use crate::perfetto::Perfetto;
+
+/// Counts over all ui directories.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Totals {
+    pub ui_dirs: u64,
+    pub records: u64,
+    pub priv_records: u64,
+    pub payload_records: u64,
+    pub headers: u64,
+    pub waves: u64,
+    pub files_ok: u64,
+    pub files_bad: u64,
+    pub corrected: u64,
+}
+
+impl Totals {
+    fn add(&mut self, s: &RunStats) {
+        self.ui_dirs += 1;
+        self.records += s.records;
+        self.priv_records += s.priv_records;
+        self.payload_records += s.payload_records;
+        self.headers += s.headers;
+        self.waves += s.waves;
+        self.files_ok += s.files_ok;
+        self.files_bad += s.files_bad;
+        self.corrected += s.corrected;
+    }
+
+    /// An error when nothing could be read at all.
+    fn check(&self, root: &Path) -> Result<(), Error> {
+        if self.records == 0 && self.files_bad > 0 {
+            return Err(Error::Unusable(format!(
+                "{}: none of the {} shaderdata files could be read",
+                root.display(),
+                self.files_bad
+            )));
+        }
+        if self.records == 0 && self.files_ok == 0 {
+            return Err(Error::Unusable(format!(
+                "{}: no shaderdata_*.json files in {} ui directories",
+                root.display(),
+                self.ui_dirs
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn open(dir: &Path, progress: &dyn Progress) -> Result<Trace, Error> {
+    let trace = Trace::open(dir)?;
+    progress.set_total(trace.shaderdata_bytes());
+    Ok(trace)
+}
+
+/// Result of `sqtt flamegraph`.
+pub struct FlamegraphOutput {
+    pub folded: Vec<(String, u64)>,
+    pub diag: Diagnostics,
+    pub totals: Totals,
+}
+
+/// Builds the folded stacks of every ui directory, merged.
+pub fn flamegraph(
+    dir: &Path,
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<FlamegraphOutput, Error> {
+    let mut trace = open(dir, progress)?;
+    let mut names = Names::default();
+    let mut fg = Flamegraph::new();
+    let mut totals = Totals::default();
+    for ui in trace.dir.ui_dirs.clone() {
+        let st = trace.run_ui(&ui, opts, &mut names, &mut fg, progress)?;
+        totals.add(&st);
+    }
+    progress.finish();
+    totals.check(dir)?;
+    let mut diag = trace.diag;
+    fg.report(&mut diag);
+    Ok(FlamegraphOutput {
+        folded: fg.folded(&names),
+        diag,
+        totals,
+    })
+}
+
+/// Result of `sqtt perfetto`.
+pub struct PerfettoOutput {
+    pub files: Vec<PathBuf>,
+    pub events: u64,
+    pub diag: Diagnostics,
+    pub totals: Totals,
+}
+
+/// Writes `<ui dir name>.perfetto.json` for every ui directory, into `out_dir` or beside the
+/// ui directory.
+pub fn perfetto(
+    dir: &Path,
+    out_dir: Option<&Path>,
+    clock_ghz: Option<f64>,
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<PerfettoOutput, Error> {
+    let mut trace = open(dir, progress)?;
+    if let Some(o) = out_dir {
+        std::fs::create_dir_all(o).map_err(|e| Error::io(o, e))?;
+    }
+    let mut names = Names::default();
+    let mut totals = Totals::default();
+    let mut files = Vec::new();
+    let mut events = 0;
+    for ui in trace.dir.ui_dirs.clone() {
+        let target_dir = match out_dir {
+            Some(o) => o.to_path_buf(),
+            None => ui
+                .path
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from(".")),
+        };
+        let path = target_dir.join(format!("{}.perfetto.json", ui.name));
+        let f = File::create(&path).map_err(|e| Error::io(&path, e))?;
+        let mut sink = Perfetto::new(BufWriter::with_capacity(64 << 10, f), &ui.name, clock_ghz)
+            .map_err(|e| Error::io(&path, e))?;
+        let st = trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?;
+        totals.add(&st);
+        sink.report(&mut trace.diag);
+        events += sink.events;
+        sink.finish().map_err(|e| Error::io(&path, e))?;
+        files.push(path);
+    }
+    progress.finish();
+    totals.check(dir)?;
+    Ok(PerfettoOutput {
+        files,
+        events,
+        diag: trace.diag,
+        totals,
+    })
+}
+
+/// Result of `sqtt memory`.
+pub struct MemoryOutput {
+    pub blocks: u64,
+    pub summary_table: String,
+    pub summary: serde_json::Value,
+    pub diag: Diagnostics,
+    pub totals: Totals,
+}
+
+/// Writes the address-trace JSON to `out` (when given) and gathers the per-op summary.
+pub fn memory<W: Write>(
+    dir: &Path,
+    out: Option<W>,
+    access_size: u64,
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<(MemoryOutput, Option<W>), Error> {
+    let mut trace = open(dir, progress)?;
+    let mut names = Names::default();
+    let mut totals = Totals::default();
+    let out_err = |e| Error::io(Path::new("<memory output>"), e);
+    let mut report = MemoryReport::new(out, access_size).map_err(out_err)?;
+    for ui in trace.dir.ui_dirs.clone() {
+        report.set_dir(&ui.name);
+        let st = trace.run_ui(&ui, opts, &mut names, &mut report, progress)?;
+        totals.add(&st);
+    }
+    progress.finish();
+    totals.check(dir)?;
+    let diag = trace.diag;
+    let warnings: Vec<String> = diag.to_string().lines().map(str::to_string).collect();
+    let blocks = report.blocks;
+    let summary_table = report.summary_table();
+    let summary = report.summary_json();
+    let w = report.finish(&warnings).map_err(out_err)?;
+    Ok((
+        MemoryOutput {
+            blocks,
+            summary_table,
+            summary,
+            diag,
+            totals,
+        },
+        w,
+    ))
+}

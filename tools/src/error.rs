@@ -1,0 +1,43 @@
+//! Errors of the trace tools.
+
+use std::path::{Path, PathBuf};
+
+/// Why an input could not be read or used.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{}: {error}", path.display())]
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{}: malformed JSON after {records} records: {error}", path.display())]
+    Json {
+        path: PathBuf,
+        /// Records read before the fault.
+        records: u64,
+        error: serde_json::Error,
+    },
+    #[error("{}: {reason}", path.display())]
+    Malformed { path: PathBuf, reason: String },
+    #[error("{}: {error}", path.display())]
+    Funcmap {
+        path: PathBuf,
+        error: sqtt_markers::ParseError,
+    },
+    /// A code object file `sqtt-codeobj` could not read (the message names the file).
+    #[error("{0}")]
+    CodeObject(String),
+    #[error("{}: no ui_output_* directory (and no shaderdata_*.json) found: not a rocprofv3 --att output directory", .0.display())]
+    NotATraceDir(PathBuf),
+    #[error("nothing usable: {0}")]
+    Unusable(String),
+}
+
+impl Error {
+    pub fn io(path: &Path, error: std::io::Error) -> Error {
+        Error::Io {
+            path: path.to_path_buf(),
+            error,
+        }
+    }
+}

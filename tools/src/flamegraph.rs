@@ -1,0 +1,186 @@
+//! `sqtt flamegraph`: folded stacks `frame;frame;... cycles`.
+//!
+//! Per wave instance the stack starts with the kernel frame; from the wave's start every
+//! interval up to the next scope marker adds its cycles to the current stack, an exit pops
+//! before an enter pushes (fused exit+enter), and the last interval runs to the wave's end.
+//! Point markers and payload records never become frames.
+
+use std::io::Write;
+
+use rustc_hash::FxHashMap;
+
+use crate::diag::{kind, Diagnostics};
+use crate::engine::{Marker, Names, ScopeOp, Sink, Wave};
+
+const FEW: usize = 8;
+
+/// Stack trie with cycle weights.
+#[derive(Debug, Default)]
+pub struct Flamegraph {
+    /// (parent, frame) per node; node 0 is the root.
+    nodes: Vec<(u32, u32)>,
+    weights: Vec<u64>,
+    /// Children of each node, searched linearly while few.
+    kids: Vec<Vec<(u32, u32)>>,
+    /// (parent, frame) -> child, for nodes with many children.
+    children: FxHashMap<(u32, u32), u32>,
+    slots: Vec<FState>,
+    pub unmatched_enter: u64,
+    pub unmatched_exit: u64,
+    first_unmatched: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct FState {
+    node: u32,
+
+    depth: u32,
+    last: u64,
+}
+
+impl Flamegraph {
+    pub fn new() -> Flamegraph {
+        Flamegraph {
+            nodes: vec![(0, u32::MAX)],
+            weights: vec![0],
+            kids: vec![Vec::new()],
+            ..Default::default()
+        }
+    }
+
+    fn child(&mut self, parent: u32, frame: u32) -> u32 {
+        let kids = &self.kids[parent as usize];
+        if kids.len() <= FEW {
+            if let Some((_, c)) = kids.iter().find(|(f, _)| *f == frame) {
+                return *c;
+            }
+        } else if let Some(c) = self.children.get(&(parent, frame)) {
+            return *c;
+        }
+        let id = self.nodes.len() as u32;
+        self.nodes.push((parent, frame));
+        self.weights.push(0);
+        self.kids.push(Vec::new());
+        let kids = &mut self.kids[parent as usize];
+        kids.push((frame, id));
+        if kids.len() == FEW + 1 {
+            for (f, c) in kids.iter() {
+                self.children.insert((parent, *f), *c);
+            }
+        } else if kids.len() > FEW + 1 {
+            self.children.insert((parent, frame), id);
+        }
+        id
+    }
+
+    #[inline]
+    fn advance(&mut self, slot: usize, t: u64) {
+        let st = &mut self.slots[slot];
+        let dt = t.saturating_sub(st.last);
+        st.last = st.last.max(t);
+        self.weights[st.node as usize] += dt;
+    }
+
+    /// Folded stacks sorted by stack text, zero counts left out.
+    pub fn folded(&self, names: &Names) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        let mut frames = Vec::new();
+        for (i, &w) in self.weights.iter().enumerate() {
+            if w == 0 || i == 0 {
+                continue;
+            }
+            frames.clear();
+            let mut n = i as u32;
+            while n != 0 {
+                let (p, f) = self.nodes[n as usize];
+                frames.push(names.get(f));
+                n = p;
+            }
+            frames.reverse();
+            out.push((frames.join(";"), w));
+        }
+        out.sort();
+        out
+    }
+
+    /// Adds the unmatched counts to `diag`.
+    pub fn report(&self, diag: &mut Diagnostics) {
+        let ex = self.first_unmatched.clone().unwrap_or_default();
+        diag.warn_n(kind::UNMATCHED_ENTER, self.unmatched_enter, || ex);
+        diag.warn_n(kind::UNMATCHED_EXIT, self.unmatched_exit, String::new);
+    }
+}
+
+impl Sink for Flamegraph {
+    fn wave_start(&mut self, _names: &Names, slot: usize, wave: &Wave) {
+        if self.slots.len() <= slot {
+            self.slots.resize(slot + 1, FState::default());
+        }
+        let base = self.child(0, wave.kernel);
+        self.slots[slot] = FState {
+            node: base,
+
+            depth: 0,
+            last: wave.begin,
+        };
+    }
+
+    fn scope(&mut self, _names: &Names, slot: usize, time: u64, op: ScopeOp, m: &Marker) {
+        self.advance(slot, time);
+        let st = self.slots[slot];
+        let mut node = st.node;
+        let mut depth = st.depth;
+        if matches!(op, ScopeOp::Exit | ScopeOp::ExitEnter) {
+            if depth == 0 {
+                self.unmatched_exit += 1;
+            } else {
+                node = self.nodes[node as usize].0;
+                depth -= 1;
+            }
+        }
+        if matches!(op, ScopeOp::Enter | ScopeOp::ExitEnter) {
+            node = self.child(node, m.frame);
+            depth += 1;
+        }
+        let st = &mut self.slots[slot];
+        st.node = node;
+        st.depth = depth;
+    }
+
+    fn wave_end(&mut self, names: &Names, slot: usize, wave: &Wave, end: u64) {
+        self.advance(slot, end);
+        let st = self.slots[slot];
+        if st.depth > 0 {
+            self.unmatched_enter += u64::from(st.depth);
+            if self.first_unmatched.is_none() {
+                self.first_unmatched = Some(format!(
+                    "{} in se {} cu {} simd {} wave {} #{}",
+                    names.get(self.nodes[st.node as usize].1),
+                    wave.se,
+                    wave.cu,
+                    wave.simd,
+                    wave.wave_id,
+                    wave.instance
+                ));
+            }
+        }
+    }
+}
+
+/// Writes folded lines.
+pub fn write_folded<W: Write>(out: &mut W, folded: &[(String, u64)]) -> std::io::Result<()> {
+    for (s, c) in folded {
+        writeln!(out, "{s} {c}")?;
+    }
+    Ok(())
+}
+
+/// Writes an SVG flamegraph of the folded stacks with inferno.
+pub fn write_svg<W: Write>(out: W, folded: &[(String, u64)], title: &str) -> Result<(), String> {
+    let lines: Vec<String> = folded.iter().map(|(s, c)| format!("{s} {c}")).collect();
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = title.to_string();
+    opts.count_name = "cycles".to_string();
+    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
+        .map_err(|e| e.to_string())
+}

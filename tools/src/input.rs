@@ -1,0 +1,596 @@
+//! The layout of a `rocprofv3 --att` output directory: `ui_output_*` time domains, their
+//! `filenames.json`, `shaderdata_*.json`, `occupancy.json` and `code.json`, and the code object
+//! files `*_code_object_id_<N>.out` beside them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use rustc_hash::FxHashMap;
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use sqtt_markers::Funcmap;
+
+use crate::codeobj::{default_wave_size, read_code_object_funcmap, CodeObject};
+use crate::diag::{kind, Diagnostics};
+use crate::error::Error;
+
+/// A whole output directory.
+#[derive(Debug, Clone)]
+pub struct TraceDir {
+    pub root: PathBuf,
+    pub ui_dirs: Vec<UiDir>,
+    /// `(codeobj_id, path)` of every `*_code_object_id_<N>.out`, by ID.
+    pub code_object_files: Vec<(u64, PathBuf)>,
+    /// Problems with files that were worked around (an unreadable `filenames.json`).
+    pub warnings: Vec<String>,
+}
+
+/// One `ui_output_*` directory: one SQTT time domain.
+#[derive(Debug, Clone)]
+pub struct UiDir {
+    pub path: PathBuf,
+    pub name: String,
+    pub gfxip: Option<String>,
+    /// `(se, file)` in reading order (by SE, then chunk).
+    pub shaderdata: Vec<(u32, PathBuf)>,
+}
+
+impl TraceDir {
+    /// Finds the ui directories and code objects under `root`. `root` may also be one
+    /// `ui_output_*` directory itself.
+    pub fn open(root: &Path) -> Result<TraceDir, Error> {
+        let meta = std::fs::metadata(root).map_err(|e| Error::io(root, e))?;
+        if !meta.is_dir() {
+            return Err(Error::Malformed {
+                path: root.to_path_buf(),
+                reason: "not a directory".into(),
+            });
+        }
+        let mut ui_paths = Vec::new();
+        for entry in std::fs::read_dir(root).map_err(|e| Error::io(root, e))? {
+            let entry = entry.map_err(|e| Error::io(root, e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("ui_") && entry.path().is_dir() {
+                ui_paths.push(entry.path());
+            }
+        }
+        ui_paths.sort();
+        let mut search = vec![root.to_path_buf()];
+        if ui_paths.is_empty() {
+            if looks_like_ui_dir(root) {
+                ui_paths.push(root.to_path_buf());
+                if let Some(p) = root.parent() {
+                    search.push(p.to_path_buf());
+                }
+            } else {
+                return Err(Error::NotATraceDir(root.to_path_buf()));
+            }
+        }
+        let mut ui_dirs = Vec::new();
+        let mut warnings = Vec::new();
+        for p in ui_paths {
+            let (ui, warning) = UiDir::open(&p)?;
+            warnings.extend(warning);
+            ui_dirs.push(ui);
+        }
+        let mut code_object_files = Vec::new();
+        for dir in &search {
+            let Ok(rd) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in rd.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if let Some(id) = code_object_id_of(&name) {
+                    code_object_files.push((id, entry.path()));
+                }
+            }
+        }
+        code_object_files.sort();
+        code_object_files.dedup_by_key(|(id, _)| *id);
+        Ok(TraceDir {
+            root: root.to_path_buf(),
+            ui_dirs,
+            code_object_files,
+            warnings,
+        })
+    }
+
+    /// Reads the funcmap of every code object file; unreadable ones are counted in `diag`.
+    pub fn read_code_objects(&self, diag: &mut Diagnostics) -> BTreeMap<u64, (Funcmap, String)> {
+        let mut out = BTreeMap::new();
+        for (id, path) in &self.code_object_files {
+            match read_code_object_funcmap(path) {
+                Ok(Some(map)) => {
+                    let name = path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    out.insert(*id, (map, name));
+                }
+                Ok(None) => {}
+                Err(e) => diag.warn(kind::BAD_FILE, || e.to_string()),
+            }
+        }
+        out
+    }
+}
+
+fn looks_like_ui_dir(p: &Path) -> bool {
+    p.join("filenames.json").is_file()
+        || std::fs::read_dir(p)
+            .map(|rd| {
+                rd.flatten()
+                    .any(|e| shaderdata_key(&e.file_name().to_string_lossy()).is_some())
+            })
+            .unwrap_or(false)
+}
+
+/// `<anything>_code_object_id_<N>.out` -> N.
+pub fn code_object_id_of(name: &str) -> Option<u64> {
+    let stem = name.strip_suffix(".out")?;
+    let pos = stem.rfind("code_object_id_")?;
+    stem[pos + "code_object_id_".len()..].parse().ok()
+}
+
+/// `shaderdata_<se>_<i>.json` -> (se, i).
+fn shaderdata_key(name: &str) -> Option<(u32, u64)> {
+    let rest = name.strip_prefix("shaderdata_")?.strip_suffix(".json")?;
+    let (se, i) = rest.split_once('_')?;
+    Some((se.parse().ok()?, i.parse().ok()?))
+}
+
+#[derive(Deserialize, Default)]
+struct FilenamesJson {
+    #[serde(default)]
+    gfxip: Option<serde_json::Value>,
+    #[serde(default)]
+    shaderdata_filenames: Option<BTreeMap<String, Vec<serde_json::Value>>>,
+}
+
+impl UiDir {
+    /// Opens a ui directory; an unreadable `filenames.json` gives a warning, and the shaderdata
+    /// files are then found by name.
+    pub fn open(path: &Path) -> Result<(UiDir, Option<String>), Error> {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string());
+        let fpath = path.join("filenames.json");
+        let mut gfxip = None;
+        let mut listed: Option<Vec<(u32, PathBuf)>> = None;
+        let mut warning = None;
+        let fj: Option<FilenamesJson> = if fpath.is_file() {
+            match File::open(&fpath)
+                .map_err(|e| e.to_string())
+                .and_then(|f| serde_json::from_reader(BufReader::new(f)).map_err(|e| e.to_string()))
+            {
+                Ok(fj) => Some(fj),
+                Err(e) => {
+                    warning = Some(format!(
+                        "{}: {e}; shaderdata files found by name",
+                        fpath.display()
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        if let Some(fj) = fj {
+            gfxip = fj.gfxip.map(|g| match g {
+                serde_json::Value::String(s) => s,
+                other => format!("gfx{other}"),
+            });
+            if let Some(map) = fj.shaderdata_filenames {
+                let mut v = Vec::new();
+                let mut ses: Vec<(u32, Vec<serde_json::Value>)> = map
+                    .into_iter()
+                    .filter_map(|(k, files)| Some((k.parse().ok()?, files)))
+                    .collect();
+                ses.sort_by_key(|(se, _)| *se);
+                for (se, files) in ses {
+                    for f in files {
+                        let fname = match &f {
+                            serde_json::Value::Array(a) => a.first().and_then(|x| x.as_str()),
+                            serde_json::Value::String(s) => Some(s.as_str()),
+                            _ => None,
+                        };
+                        if let Some(fname) = fname {
+                            v.push((se, resolve(path, fname)));
+                        }
+                    }
+                }
+                listed = Some(v);
+            }
+        }
+        let shaderdata = match listed {
+            Some(v) => v,
+            None => {
+                let mut v: Vec<((u32, u64), PathBuf)> = std::fs::read_dir(path)
+                    .map_err(|e| Error::io(path, e))?
+                    .flatten()
+                    .filter_map(|e| {
+                        let k = shaderdata_key(&e.file_name().to_string_lossy())?;
+                        Some((k, e.path()))
+                    })
+                    .collect();
+                v.sort();
+                v.into_iter().map(|((se, _), p)| (se, p)).collect()
+            }
+        };
+        Ok((
+            UiDir {
+                path: path.to_path_buf(),
+                name,
+                gfxip,
+                shaderdata,
+            },
+            warning,
+        ))
+    }
+
+    pub fn default_wave_size(&self) -> u32 {
+        default_wave_size(self.gfxip.as_deref())
+    }
+
+    /// The code objects of this time domain: the code object files' funcmaps, with `code.json`'s
+    /// `sqtt_funcmap` rows (and layout/payload tables) taking their place when present.
+    pub fn code_objects(
+        &self,
+        files: &BTreeMap<u64, (Funcmap, String)>,
+        diag: &mut Diagnostics,
+    ) -> Vec<CodeObject> {
+        let mut maps: BTreeMap<u64, (Funcmap, String)> = files.clone();
+        for (id, map) in read_code_json(&self.path.join("code.json"), diag) {
+            let wave = maps.get(&id).and_then(|(m, _)| m.wave_size);
+            let mut map = map;
+            if map.wave_size.is_none() {
+                map.wave_size = wave;
+            }
+            maps.insert(id, (map, format!("{}/code.json", self.name)));
+        }
+        let dw = self.default_wave_size();
+        maps.into_iter()
+            .map(|(id, (m, src))| CodeObject::new(id, m, src, dw))
+            .collect()
+    }
+}
+
+fn resolve(dir: &Path, fname: &str) -> PathBuf {
+    let p = dir.join(fname);
+    if p.exists() {
+        return p;
+    }
+    match Path::new(fname).file_name() {
+        Some(base) => dir.join(base),
+        None => p,
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct CodeJson {
+    #[serde(default)]
+    sqtt_funcmap: Vec<Vec<serde_json::Value>>,
+    #[serde(default)]
+    sqtt_funcmap_layout: Vec<Vec<serde_json::Value>>,
+    #[serde(default)]
+    sqtt_funcmap_payloads: Vec<Vec<serde_json::Value>>,
+}
+
+fn num(v: Option<&serde_json::Value>) -> Option<u64> {
+    match v? {
+        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn text(v: Option<&serde_json::Value>) -> Option<&str> {
+    v?.as_str().map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// The funcmaps `code.json` carries, by code object ID (empty when the file or rows are absent).
+pub fn read_code_json(path: &Path, diag: &mut Diagnostics) -> BTreeMap<u64, Funcmap> {
+    let mut out = BTreeMap::new();
+    if !path.is_file() {
+        return out;
+    }
+    let cj: CodeJson = match File::open(path)
+        .map_err(|e| e.to_string())
+        .and_then(|f| serde_json::from_reader(BufReader::new(f)).map_err(|e| e.to_string()))
+    {
+        Ok(c) => c,
+        Err(e) => {
+            diag.warn(kind::BAD_FILE, || format!("{}: {e}", path.display()));
+            return out;
+        }
+    };
+    let mut lines: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    let mut bad = 0u64;
+    let mut first_bad = String::new();
+    for row in &cj.sqtt_funcmap {
+        let line = (|| {
+            let cid = num(row.first())?;
+            let kind = text(row.get(2))?.to_ascii_lowercase();
+            let name = text(row.get(3));
+            let loc = text(row.get(4))
+                .map(|l| format!("@{l}"))
+                .unwrap_or_default();
+            let id = num(row.get(1));
+            let line = match kind.as_str() {
+                "f" | "func" | "function" => format!("F:{}:{}{loc}", id?, name?),
+                "u" | "user" => format!("U:{}:{}", id?, name?),
+                "p" | "point" => {
+                    let name = name?;
+                    if name.starts_with(sqtt_markers::funcmap::ADDR_TRACE_PREFIX) {
+                        format!("P:{}:{name}{loc}", id?)
+                    } else {
+                        format!("P:{}:{name}", id?)
+                    }
+                }
+                "k" | "kernel" => format!("K:{}{loc}", name?),
+                "w" | "wave_size" => format!("W:{}", id.or_else(|| num(row.get(3)))?),
+                _ => return None,
+            };
+            if line.contains('\n') {
+                return None;
+            }
+            Some((cid, line))
+        })();
+        match line {
+            Some((cid, l)) => lines.entry(cid).or_default().push(l),
+            None => {
+                bad += 1;
+                if first_bad.is_empty() {
+                    first_bad = format!("{}: sqtt_funcmap row {:?}", path.display(), row);
+                }
+            }
+        }
+    }
+    for row in &cj.sqtt_funcmap_layout {
+        match (num(row.first()), num(row.get(1)), num(row.get(2))) {
+            (Some(cid), Some(b), Some(s)) => lines
+                .entry(cid)
+                .or_default()
+                .push(format!("M:shader_clock_bits={b};shader_clock_shift={s}")),
+            _ => {
+                bad += 1;
+                if first_bad.is_empty() {
+                    first_bad = format!("{}: sqtt_funcmap_layout row {:?}", path.display(), row);
+                }
+            }
+        }
+    }
+    for row in &cj.sqtt_funcmap_payloads {
+        match (num(row.first()), num(row.get(1)), num(row.get(2))) {
+            (Some(cid), Some(id), Some(n)) => lines
+                .entry(cid)
+                .or_default()
+                .push(format!("R:{id}:extra_payload_count={n}")),
+            _ => {
+                bad += 1;
+                if first_bad.is_empty() {
+                    first_bad = format!("{}: sqtt_funcmap_payloads row {:?}", path.display(), row);
+                }
+            }
+        }
+    }
+    diag.warn_n(kind::BAD_ROW, bad, || first_bad);
+    for (cid, ls) in lines {
+        match Funcmap::parse_str(&ls.join("\n")) {
+            Ok(m) => {
+                out.insert(cid, m);
+            }
+            Err(e) => diag.warn(kind::BAD_ROW, || {
+                format!("{}: code object {cid}: {e}", path.display())
+            }),
+        }
+    }
+    out
+}
+
+/// One wave's life in a slot, from `occupancy.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaveSpan {
+    pub start: u64,
+    pub end: Option<u64>,
+    pub kernel_id: u64,
+}
+
+/// `(se, cu, simd, wave_id)` packed into one key.
+#[inline]
+pub fn slot_key(se: u32, cu: u32, simd: u32, wave: u32) -> u64 {
+    (u64::from(se) << 48) | (u64::from(cu) << 24) | (u64::from(simd) << 16) | u64::from(wave)
+}
+
+/// The wave spans of every slot, and the dispatch names.
+#[derive(Debug, Default, Clone)]
+pub struct Occupancy {
+    pub slots: FxHashMap<u64, Vec<WaveSpan>>,
+    /// kernel_id (dispatch) -> kernel name.
+    pub dispatches: BTreeMap<u64, String>,
+    pub present: bool,
+}
+
+impl Occupancy {
+    /// Reads `occupancy.json` (streamed; rows are not kept as JSON values).
+    pub fn read(path: &Path) -> Result<Occupancy, Error> {
+        let f = File::open(path).map_err(|e| Error::io(path, e))?;
+        let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 20, f));
+        let mut rows: FxHashMap<u64, Vec<(u64, bool, u64)>> = FxHashMap::default();
+        let mut dispatches = BTreeMap::new();
+        de::Deserializer::deserialize_map(
+            &mut de,
+            OccVisitor {
+                rows: &mut rows,
+                dispatches: &mut dispatches,
+            },
+        )
+        .and_then(|()| de.end())
+        .map_err(|e| Error::Json {
+            path: path.to_path_buf(),
+            records: 0,
+            error: e,
+        })?;
+        let mut slots = FxHashMap::default();
+        for (key, mut rs) in rows {
+            // By time; at one instant an end goes before a start.
+            rs.sort_by_key(|(t, start, _)| (*t, *start));
+            let mut spans: Vec<WaveSpan> = Vec::new();
+            for (t, start, kernel_id) in rs {
+                if start {
+                    spans.push(WaveSpan {
+                        start: t,
+                        end: None,
+                        kernel_id,
+                    });
+                } else if let Some(s) = spans.last_mut().filter(|s| s.end.is_none()) {
+                    s.end = Some(t);
+                }
+            }
+            slots.insert(key, spans);
+        }
+        Ok(Occupancy {
+            slots,
+            dispatches,
+            present: true,
+        })
+    }
+}
+
+struct OccVisitor<'a> {
+    rows: &'a mut FxHashMap<u64, Vec<(u64, bool, u64)>>,
+    dispatches: &'a mut BTreeMap<u64, String>,
+}
+
+impl<'de> Visitor<'de> for OccVisitor<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an occupancy object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
+            if let Ok(se) = key.parse::<u32>() {
+                map.next_value_seed(OccRows {
+                    se,
+                    rows: &mut *self.rows,
+                })?;
+            } else if key == "dispatches" {
+                let d: BTreeMap<String, serde_json::Value> = map.next_value()?;
+                for (k, v) in d {
+                    let Ok(id) = k.parse::<u64>() else { continue };
+                    let name = match v {
+                        serde_json::Value::String(s) => s,
+                        serde_json::Value::Object(o) => o
+                            .get("name")
+                            .and_then(|n| n.as_str())
+                            .unwrap_or_default()
+                            .to_string(),
+                        other => other.to_string(),
+                    };
+                    self.dispatches.insert(id, name);
+                }
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+struct OccRows<'a> {
+    se: u32,
+    rows: &'a mut FxHashMap<u64, Vec<(u64, bool, u64)>>,
+}
+
+impl<'de> DeserializeSeed<'de> for OccRows<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for OccRows<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of occupancy rows")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(row) = seq.next_element::<NumRow>()? {
+            let r = row.0;
+            if row.1 < 6 {
+                continue;
+            }
+            let key = slot_key(self.se, r[1] as u32, r[2] as u32, r[3] as u32);
+            self.rows.entry(key).or_default().push((
+                r[0].max(0) as u64,
+                r[4] != 0,
+                r[5].max(0) as u64,
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Up to 11 numbers of a row (other values read as 0), and how many there were.
+struct NumRow([i64; 11], usize);
+
+impl<'de> Deserialize<'de> for NumRow {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<NumRow, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = NumRow;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a row of numbers")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<NumRow, A::Error> {
+                let mut r = [0i64; 11];
+                let mut n = 0;
+                while let Some(x) = seq.next_element::<Num>()? {
+                    if n < 11 {
+                        r[n] = x.0;
+                    }
+                    n += 1;
+                }
+                Ok(NumRow(r, n))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+struct Num(i64);
+
+impl<'de> Deserialize<'de> for Num {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Num, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Num;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number")
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Num, E> {
+                Ok(Num(v.min(i64::MAX as u64) as i64))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Num, E> {
+                Ok(Num(v))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Num, E> {
+                Ok(Num(v as i64))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Num, E> {
+                Ok(Num(i64::from(v)))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Num, E> {
+                Ok(Num(0))
+            }
+            fn visit_unit<E>(self) -> Result<Num, E> {
+                Ok(Num(0))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}

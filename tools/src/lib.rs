@@ -1,0 +1,20 @@
+//! `sqtt` trace tools: flamegraphs, Perfetto timelines and memory-access reports from
+//! `rocprofv3 --att` output directories.
+//!
+//! [`input`] finds the files of an output directory, [`shaderdata`] streams its records,
+//! [`engine`] turns them into scope, point and address events per wave, and the sinks
+//! [`flamegraph`], [`perfetto`] and [`memory`] make the outputs; [`commands`] runs them as the
+//! binary's subcommands do.
+
+pub mod codeobj;
+pub mod commands;
+pub mod diag;
+pub mod engine;
+pub mod error;
+pub mod flamegraph;
+pub mod input;
+pub mod memory;
+pub mod perfetto;
+pub mod shaderdata;
+
+pub use error::Error;

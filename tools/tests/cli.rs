@@ -1,0 +1,176 @@
+//! The `sqtt` binary: exit codes, stdout/stderr, golden outputs for a small case.
+
+mod sim;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn sqtt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sqtt"))
+        .args(args)
+        .output()
+        .expect("run sqtt")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn golden(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name)
+}
+
+fn check_golden(name: &str, got: &str) {
+    let path = golden(name);
+    if std::env::var_os("SQTT_UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, got).unwrap();
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "{} missing (SQTT_UPDATE_GOLDEN=1 writes it)",
+            path.display()
+        )
+    });
+    assert_eq!(
+        got, want,
+        "golden {name} differs (SQTT_UPDATE_GOLDEN=1 rewrites it)"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(sqtt(&[]).status.code(), Some(2));
+    assert_eq!(sqtt(&["flamegraph"]).status.code(), Some(2));
+    assert_eq!(sqtt(&["nope"]).status.code(), Some(2));
+    assert_eq!(
+        sqtt(&["perfetto", ".", "--clock-rate-ghz", "-1"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(sqtt(&["funcmap"]).status.code(), Some(2));
+}
+
+#[test]
+fn unusable_input_exits_1_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = sqtt(&["flamegraph", s(dir.path())]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("not a rocprofv3 --att output directory"),
+        "{err}"
+    );
+    let o = sqtt(&["memory", s(&dir.path().join("missing"))]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn golden_small_case() {
+    let dir = tempfile::tempdir().unwrap();
+    sim::scenario(1).write(dir.path());
+    // Folded stacks of the whole directory.
+    let o = sqtt(&["flamegraph", s(dir.path()), "--demangle"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    check_golden("folded.txt", &String::from_utf8(o.stdout).unwrap());
+    let err = String::from_utf8_lossy(&o.stderr);
+    // Warnings with counts, no progress bar when stderr is not a terminal.
+    assert!(
+        err.contains("warning: 3 marker records with IDs not in the funcmap"),
+        "{err}"
+    );
+    assert!(err.contains("warning: 1 scopes still open"), "{err}");
+    assert!(!err.contains("reading shaderdata"), "{err}");
+    // Perfetto of the packed gfx12 ui directory, given directly.
+    let ui2 = dir.path().join("ui_output_agent_2_dispatch_4");
+    let out = tempfile::tempdir().unwrap();
+    let o = sqtt(&["perfetto", s(&ui2), "-o", s(out.path())]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let name = "ui_output_agent_2_dispatch_4.perfetto.json";
+    check_golden(
+        name,
+        &std::fs::read_to_string(out.path().join(name)).unwrap(),
+    );
+    // Memory report of the same directory.
+    let mem = out.path().join("mem.json");
+    let o = sqtt(&["memory", s(&ui2), "-o", s(&mem), "--summary"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&mem)
+        .unwrap()
+        .replace(s(dir.path()), "<dir>");
+    check_golden("memory_agent_2.json", &text);
+    check_golden(
+        "memory_agent_2_summary.txt",
+        &String::from_utf8(o.stdout).unwrap(),
+    );
+}
+
+#[test]
+fn svg_flamegraph_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    sim::scenario(1).write(dir.path());
+    let svg = dir.path().join("fg.svg");
+    let o = sqtt(&["flamegraph", s(dir.path()), "--svg", s(&svg)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<?xml"));
+    assert!(text.contains("compute_phase"));
+}
+
+#[test]
+fn funcmap_prints_tables_of_code_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    sim::scenario(1).write(dir.path());
+    let f1 = dir.path().join("run_code_object_id_1.out");
+    let f2 = dir.path().join("run_code_object_id_2.out");
+    let o = sqtt(&["funcmap", s(&f1), s(&f2), "--demangle"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(out.contains("wave_size: 64"), "{out}");
+    assert!(
+        out.contains("addr_trace_load  @ a.hip:20 -> a.hip:12"),
+        "{out}"
+    );
+    assert!(out.contains("helper(float)  @ b.hip:1"), "{out}");
+    assert!(out.contains("130"), "{out}");
+    let o = sqtt(&["funcmap", s(&dir.path().join("missing.out"))]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn no_decode_markers_keeps_raw_values() {
+    let dir = tempfile::tempdir().unwrap();
+    sim::scenario(1).write(dir.path());
+    let ui2 = dir.path().join("ui_output_agent_2_dispatch_4");
+    let out = tempfile::tempdir().unwrap();
+    let o = sqtt(&[
+        "perfetto",
+        s(&ui2),
+        "-o",
+        s(out.path()),
+        "--no-decode-markers",
+    ]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            out.path()
+                .join("ui_output_agent_2_dispatch_4.perfetto.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    // The barrier point (ID 4) of the packed kernel keeps its clock bits.
+    let raw: Vec<u64> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "i" && e["name"] == "barrier")
+        .map(|e| e["args"]["value"].as_u64().unwrap())
+        .collect();
+    assert!(!raw.is_empty());
+    assert!(raw.iter().any(|v| v >> 20 != 0));
+    assert!(raw.iter().all(|v| (v >> 2) & 0x3FFFF == 4));
+}
