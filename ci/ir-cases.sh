@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the ci/llvm*-lane.sh scripts: the IR-fixture cases (tests/fixtures/ir/*.ll) through
 # opt -load-pass-plugin=<plugin> -passes=sqtt and llc, on any list of targets.
 #

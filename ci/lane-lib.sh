@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the ci/llvm*-lane.sh scripts: result bookkeeping and ISA / funcmap checks.
 
 LANE_PASSED=()

@@ -31,7 +31,7 @@ source "$REPO/ci/lane-lib.sh"
 MODE=check
 CMD=()
 case "${1:-}" in
---env) MODE=env ;;
+--env) MODE="env" ;;
 --) shift; CMD=("$@") ;;
 "") ;;
 *) echo "usage: $0 [--env | -- CMD ARGS...]" >&2; exit 2 ;;

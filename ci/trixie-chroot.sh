@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by ci/llvm18-lane.sh: a cached Debian trixie chroot with LLVM 18, and a way to run
 # commands in it with the worktree and the host's Rust toolchain mounted.
 #
