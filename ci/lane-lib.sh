@@ -155,3 +155,60 @@ lane_check_disasm() {
     lane_pass "$name: code object markers and encodings"
   fi
 }
+
+# Checks that the funcmap of an object has a row matching each extended regex (whole rows).
+#   lane_check_funcmap_rows CASE OBJCOPY OBJECT REGEX...
+lane_check_funcmap_rows() {
+  local name=$1 objcopy=$2 obj=$3 dump re missing=()
+  shift 3
+  dump="$obj.funcmap"
+  if ! "$objcopy" --dump-section=.sqtt_funcmap="$dump" "$obj" /dev/null 2>"$dump.err"; then
+    lane_fail "$name: funcmap" "$(basename "$objcopy") could not dump .sqtt_funcmap from $obj"
+    return
+  fi
+  tr -d '\0' <"$dump" >"$dump.txt"
+  for re in "$@"; do
+    grep -qxE -- "$re" "$dump.txt" || missing+=("$re")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    lane_pass "$name: funcmap rows ($(wc -l <"$dump.txt") rows)"
+  else
+    lane_fail "$name: funcmap rows" "no row matching ${missing[*]} in $dump.txt"
+  fi
+}
+
+# Every feature at once on ci/fixtures/lane_features.hip, with the machine verifier: the compile
+# succeeds and the funcmap has the rows each feature adds. COMPILE is a function taking
+# (arch, opt, out, extra args...) and leaving its log in out.log.
+#   lane_feature_cases COMPILE OBJCOPY ARCH...
+lane_feature_cases() {
+  local compile=$1 objcopy=$2 arch opt co n wave lds
+  shift 2
+  for arch in "$@"; do
+    case $arch in gfx9*) wave=64 ;; *) wave=32 ;; esac
+    for opt in -O0 -O3; do
+      n="features $arch $opt"
+      co=$WORK/features-$arch$opt-mem.co
+      if SQTT_INSTRUMENT_FUNCTIONS=1 SQTT_INSTRUMENT_BARRIERS=1 SQTT_INSTRUMENT_MEMORY=2:5 \
+        "$compile" "$arch" "$opt" "$co" -c --no-gpu-bundle-output -mllvm -verify-machineinstrs; then
+        lane_check_funcmap_rows "$n functions+barriers+memory" "$objcopy" "$co" \
+          'K:_Z20lane_features_kernelPKfPfPii' 'F:[0-9]+:_Z5scalefi' 'U:[0-9]+:load' \
+          'P:[0-9]+:barrier' 'P:[0-9]+:vmem_load' 'P:[0-9]+:vmem_store'
+      else
+        lane_fail "$n functions+barriers+memory: compile" "$(tail -5 "$co.log")"
+      fi
+      co=$WORK/features-$arch$opt-addr.co
+      # At -O0 the __shared__ accesses stay flat (no address-space inference): traced as memory.
+      lds='P:[0-9]+:addr_trace_lds_(store|load)'
+      [ "$opt" = -O0 ] && lds='P:[0-9]+:addr_trace_store'
+      if SQTT_INSTRUMENT_FUNCTIONS=1 SQTT_INSTRUMENT_BARRIERS=1 SQTT_TRACE_ADDRESSES=memory,lds \
+        "$compile" "$arch" "$opt" "$co" -c --no-gpu-bundle-output -mllvm -verify-machineinstrs; then
+        lane_check_funcmap_rows "$n functions+barriers+addresses" "$objcopy" "$co" \
+          "W:$wave" 'K:_Z20lane_features_kernelPKfPfPii' 'P:[0-9]+:addr_trace_load' \
+          "$lds" 'P:[0-9]+:addr_trace_atomic' 'R:[0-9]+:extra_payload_count=[0-9]+'
+      else
+        lane_fail "$n functions+barriers+addresses: compile" "$(tail -5 "$co.log")"
+      fi
+    done
+  done
+}

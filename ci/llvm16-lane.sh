@@ -198,6 +198,16 @@ for arch in "${ARCHES[@]}"; do
   done
 done
 
+# Every feature at once (functions, barriers, memory or addresses) under the machine verifier.
+feature_compile() { # arch opt out args...
+  local arch=$1 opt=$2 out=$3
+  shift 3
+  hipcc -fpass-plugin="$PLUGIN" -DSQTT_ENABLED=1 -I "$REPO/markers/include" \
+    --offload-arch="$arch" --rocm-device-lib-path="$DEVLIBS" --cuda-device-only "$opt" "$@" \
+    "$REPO/ci/fixtures/lane_features.hip" -o "$out" >"$out.log" 2>&1
+}
+lane_feature_cases feature_compile "$LLVM_BIN/llvm-objcopy" "${ARCHES[@]}"
+
 # --- 7. IR fixtures through opt-16 / llc-16 ----------------------------------------------------
 IR_OPT=$LLVM_BIN/opt IR_LLC=$LLVM_BIN/llc IR_OBJCOPY=$LLVM_BIN/llvm-objcopy
 IR_OBJDUMP=$LLVM_BIN/llvm-objdump FIXTURES=$REPO/tests/fixtures/ir

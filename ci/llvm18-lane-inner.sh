@@ -178,6 +178,16 @@ R:2:extra_payload_count=1'
       fi
     done
   done
+  # Every feature at once (functions, barriers, memory or addresses) under the machine verifier.
+  feature_compile() { # arch opt out args...
+    local arch=$1 opt=$2 out=$3
+    shift 3
+    HIP_CLANG_PATH=$HIPDIR/bin hipcc -fpass-plugin="$PLUGIN" -DSQTT_ENABLED=1 \
+      -I "$REPO/markers/include" --offload-arch="$arch" --rocm-device-lib-path="$HIPDIR/bitcode" \
+      --cuda-device-only "$opt" "$@" "$REPO/ci/fixtures/lane_features.hip" -o "$out" \
+      >"$out.log" 2>&1
+  }
+  lane_feature_cases feature_compile llvm-objcopy "${ARCHES[@]}"
   # A host object with a two-arch fat binary: both device code objects carry the funcmap.
   n="hipcc 5.7.1 gfx942+gfx1201 -c"
   obj=$WORK/hipcc-fat.o
