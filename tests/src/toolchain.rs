@@ -387,3 +387,33 @@ pub fn objdump_instructions(dis: &str) -> Vec<String> {
         })
         .collect()
 }
+
+/// Runs the pass on LLVM IR with `opt -passes=sqtt` under the given `SQTT_*` variables (and no
+/// others from the test's environment).
+pub fn opt_sqtt(ir: &str, env: &[(&str, &str)]) -> Output {
+    let dir = workdir();
+    let input = dir.path().join("in.ll");
+    std::fs::write(&input, ir).unwrap();
+    let mut c = Command::new(llvm_tool("opt"));
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("SQTT_") && k != "SQTT_PLUGIN" {
+            c.env_remove(k);
+        }
+    }
+    c.envs(env.iter().copied())
+        .arg(format!("-load-pass-plugin={}", plugin_path().display()))
+        .args(["-passes=sqtt", "-S"])
+        .arg(&input);
+    run(&mut c)
+}
+
+/// [`opt_sqtt`] that must succeed; returns the IR it printed.
+pub fn opt_sqtt_ok(ir: &str, env: &[(&str, &str)]) -> String {
+    let out = opt_sqtt(ir, env);
+    assert!(
+        out.status.success(),
+        "opt failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
