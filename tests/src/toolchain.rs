@@ -107,10 +107,14 @@ pub fn llvm_tool(name: &str) -> String {
 }
 
 /// A device library directory that also has `oclc_isa_version_1100.bc` (Debian's lacks it), made
-/// once per test process.
+/// once under the target directory and reused by every later test run.
 pub fn device_lib_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
+        let dir = target_dir().join(format!("e2e-devlibs{}", llvm_tool("")));
+        if dir.join("oclc_isa_version_1102.bc").exists() {
+            return dir;
+        }
         let src = [
             "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode",
             "/usr/lib/amdgcn/bitcode",
@@ -119,19 +123,15 @@ pub fn device_lib_dir() -> &'static Path {
         .map(PathBuf::from)
         .find(|p| p.join("oclc_isa_version_1030.bc").exists())
         .expect("ROCm device libs (rocm-device-libs) are not installed");
-        let dir = std::env::temp_dir().join(format!("sqtt-e2e-devlibs-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        // Built aside and renamed into place, so that test processes running at once never
+        // see half a directory.
+        let tmp = target_dir().join(format!("e2e-devlibs-tmp-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
         for e in std::fs::read_dir(&src).unwrap().flatten() {
-            let to = dir.join(e.file_name());
-            if !to.exists() {
-                std::fs::copy(e.path(), &to).unwrap();
-            }
+            std::fs::copy(e.path(), tmp.join(e.file_name())).unwrap();
         }
         for (gfx, num) in [("1100", "11000"), ("1101", "11001"), ("1102", "11002")] {
-            let out = dir.join(format!("oclc_isa_version_{gfx}.bc"));
-            if out.exists() {
-                continue;
-            }
+            let out = tmp.join(format!("oclc_isa_version_{gfx}.bc"));
             let script = format!(
                 "{} {}/oclc_isa_version_1030.bc -o - | sed 's/i32 10300/i32 {num}/' | {} -o {}",
                 llvm_tool("llvm-dis"),
@@ -141,6 +141,10 @@ pub fn device_lib_dir() -> &'static Path {
             );
             let st = Command::new("sh").arg("-c").arg(&script).status().unwrap();
             assert!(st.success(), "making {}", out.display());
+        }
+        if std::fs::rename(&tmp, &dir).is_err() {
+            // Another test process got there first.
+            let _ = std::fs::remove_dir_all(&tmp);
         }
         dir
     })
@@ -386,4 +390,34 @@ pub fn objdump_instructions(dis: &str) -> Vec<String> {
             (!code.is_empty()).then(|| code.split_whitespace().collect::<Vec<_>>().join(" "))
         })
         .collect()
+}
+
+/// Runs the pass on LLVM IR with `opt -passes=sqtt` under the given `SQTT_*` variables (and no
+/// others from the test's environment).
+pub fn opt_sqtt(ir: &str, env: &[(&str, &str)]) -> Output {
+    let dir = workdir();
+    let input = dir.path().join("in.ll");
+    std::fs::write(&input, ir).unwrap();
+    let mut c = Command::new(llvm_tool("opt"));
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("SQTT_") && k != "SQTT_PLUGIN" {
+            c.env_remove(k);
+        }
+    }
+    c.envs(env.iter().copied())
+        .arg(format!("-load-pass-plugin={}", plugin_path().display()))
+        .args(["-passes=sqtt", "-S"])
+        .arg(&input);
+    run(&mut c)
+}
+
+/// [`opt_sqtt`] that must succeed; returns the IR it printed.
+pub fn opt_sqtt_ok(ir: &str, env: &[(&str, &str)]) -> String {
+    let out = opt_sqtt(ir, env);
+    assert!(
+        out.status.success(),
+        "opt failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

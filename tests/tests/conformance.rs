@@ -491,17 +491,13 @@ define amdgpu_kernel void @k(ptr addrspace(1) %p) #0 {
 }
 attributes #0 = { "target-cpu"="gfx1030" }
 "#;
-    let dir = workdir();
-    let input = dir.path().join("in.ll");
-    std::fs::write(&input, ir).unwrap();
-    let out = run_ok(
-        Command::new(llvm_tool("opt"))
-            .env("SQTT_INSTRUMENT_MEMORY", "2:5")
-            .env("SQTT_SCOPE_CU", "-1")
-            .env("SQTT_MEM_BARRIER", "none")
-            .arg(format!("-load-pass-plugin={}", plugin_path().display()))
-            .args(["-passes=sqtt", "-S"])
-            .arg(&input),
+    let out = opt_sqtt_ok(
+        ir,
+        &[
+            ("SQTT_INSTRUMENT_MEMORY", "2:5"),
+            ("SQTT_SCOPE_CU", "-1"),
+            ("SQTT_MEM_BARRIER", "none"),
+        ],
     );
     let events: Vec<String> = out
         .lines()
@@ -559,17 +555,13 @@ fn memory_gap_breaks_groups() {
     let ir = format!(
         "target triple = \"amdgcn-amd-amdhsa\"\ndefine amdgpu_kernel void @k(ptr addrspace(1) %p) #0 {{\n{body}}}\nattributes #0 = {{ \"target-cpu\"=\"gfx1030\" }}\n"
     );
-    let dir = workdir();
-    let input = dir.path().join("in.ll");
-    std::fs::write(&input, ir).unwrap();
-    let out = run_ok(
-        Command::new(llvm_tool("opt"))
-            .env("SQTT_INSTRUMENT_MEMORY", "4:5")
-            .env("SQTT_SCOPE_CU", "-1")
-            .env("SQTT_MEM_BARRIER", "none")
-            .arg(format!("-load-pass-plugin={}", plugin_path().display()))
-            .args(["-passes=sqtt", "-S"])
-            .arg(&input),
+    let out = opt_sqtt_ok(
+        &ir,
+        &[
+            ("SQTT_INSTRUMENT_MEMORY", "4:5"),
+            ("SQTT_SCOPE_CU", "-1"),
+            ("SQTT_MEM_BARRIER", "none"),
+        ],
     );
     // Gap of 6 > 5 after the first load: two groups, [a] and [b, c].
     assert_eq!(out.matches("s_ttracedata_imm 0x4").count(), 2, "{out}");

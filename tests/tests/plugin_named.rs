@@ -1,8 +1,6 @@
 //! The plugin on named and numeric markers, loaded by hand into the real hipcc
 //! (`-fpass-plugin`), asserting on the ISA it produces and the funcmap it records.
 
-use std::process::Command;
-
 use sqtt_e2e::toolchain::*;
 
 const KERNEL: &str = r#"
@@ -561,17 +559,7 @@ define amdgpu_kernel void @k() #0 {
 }
 attributes #0 = { "target-cpu"="gfx1030" }
 "#;
-    let dir = workdir();
-    let input = dir.path().join("in.ll");
-    std::fs::write(&input, ir).unwrap();
-    let out = run_ok(
-        Command::new(llvm_tool("opt"))
-            .env("SQTT_SCOPE_CU", "-1")
-            .env("SQTT_MEM_BARRIER", "none")
-            .arg(format!("-load-pass-plugin={}", plugin_path().display()))
-            .args(["-passes=sqtt", "-S"])
-            .arg(&input),
-    );
+    let out = opt_sqtt_ok(ir, &[("SQTT_SCOPE_CU", "-1"), ("SQTT_MEM_BARRIER", "none")]);
     assert!(
         out.contains("call void asm sideeffect \"s_ttracedata_imm 0x4\", \"\"()"),
         "{out}"
