@@ -4,5 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
-cargo build -p sqtt-plugin
+cargo build --release -p sqtt-plugin
+export SQTT_PLUGIN=$PWD/target/release/libsqtt_plugin.so
 cargo test -p sqtt-e2e --test corpus -- --ignored --nocapture full_corpus 2>&1 | grep -E "corpus|test result"
