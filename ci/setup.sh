@@ -4,7 +4,7 @@
 # and clang-16 for the LLVM 16 lane. Idempotent: a second run installs nothing.
 set -euo pipefail
 
-packages=(hipcc llvm-15-dev clang-15 lld-15 cmake clang-16 llvm-16-dev clang-tools-16 lld-16 librocprim-dev librocrand-dev bc)
+packages=(hipcc llvm-15-dev clang-15 clang-tools-15 lld-15 cmake clang-16 llvm-16-dev clang-tools-16 lld-16 librocprim-dev librocrand-dev bc)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -14,6 +14,6 @@ if ((${#missing[@]})); then
   SUDO=""
   [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 command -v cargo >/dev/null || { echo "ci/setup.sh: cargo is not installed (rustup)" >&2; exit 1; }
