@@ -252,7 +252,7 @@ fn child(tool: &str, dir: &Path) {
             let r = sqtt_tools::commands::flamegraph(dir, &opts, &NoProgress).unwrap();
             let mut sink = std::io::sink();
             sqtt_tools::flamegraph::write_folded(&mut sink, &r.folded).unwrap();
-            (r.totals.records, format!("{} stacks", r.folded.len()))
+            (r.totals.run.records, format!("{} stacks", r.folded.len()))
         }
         "perfetto" => {
             let out = dir.join("perfetto_out");
@@ -267,7 +267,7 @@ fn child(tool: &str, dir: &Path) {
                 std::fs::remove_file(f).unwrap();
             }
             (
-                r.totals.records,
+                r.totals.run.records,
                 format!("{} events, {} MB written", r.events, bytes >> 20),
             )
         }

@@ -11,43 +11,29 @@ use crate::flamegraph::Flamegraph;
 use crate::memory::MemoryReport;
 use crate::perfetto::Perfetto;
 
-/// Counts over all ui directories.
+/// Counts over all ui directories: the per-directory counts summed, and how many there were.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Totals {
     pub ui_dirs: u64,
-    pub records: u64,
-    pub priv_records: u64,
-    pub payload_records: u64,
-    pub headers: u64,
-    pub waves: u64,
-    pub files_ok: u64,
-    pub files_bad: u64,
-    pub corrected: u64,
+    pub run: RunStats,
 }
 
 impl Totals {
     fn add(&mut self, s: &RunStats) {
         self.ui_dirs += 1;
-        self.records += s.records;
-        self.priv_records += s.priv_records;
-        self.payload_records += s.payload_records;
-        self.headers += s.headers;
-        self.waves += s.waves;
-        self.files_ok += s.files_ok;
-        self.files_bad += s.files_bad;
-        self.corrected += s.corrected;
+        self.run.add(s);
     }
 
     /// An error when nothing could be read at all.
     fn check(&self, root: &Path) -> Result<(), Error> {
-        if self.records == 0 && self.files_bad > 0 {
+        if self.run.records == 0 && self.run.files_bad > 0 {
             return Err(Error::Unusable(format!(
                 "{}: none of the {} shaderdata files could be read",
                 root.display(),
-                self.files_bad
+                self.run.files_bad
             )));
         }
-        if self.records == 0 && self.files_ok == 0 {
+        if self.run.records == 0 && self.run.files_ok == 0 {
             return Err(Error::Unusable(format!(
                 "{}: no shaderdata_*.json files in {} ui directories",
                 root.display(),

@@ -187,6 +187,20 @@ pub struct RunStats {
     pub corrected: u64,
 }
 
+impl RunStats {
+    /// Adds another run's counts.
+    pub fn add(&mut self, s: &RunStats) {
+        self.records += s.records;
+        self.priv_records += s.priv_records;
+        self.payload_records += s.payload_records;
+        self.headers += s.headers;
+        self.waves += s.waves;
+        self.files_ok += s.files_ok;
+        self.files_bad += s.files_bad;
+        self.corrected += s.corrected;
+    }
+}
+
 /// What is shared by the ui directories of one trace directory.
 pub struct Trace {
     pub dir: TraceDir,

@@ -25,10 +25,10 @@ fn flamegraph_matches_ground_truth() {
     let r = commands::flamegraph(dir.path(), &opts(), &NoProgress).unwrap();
     let got: BTreeMap<String, u64> = r.folded.into_iter().collect();
     assert_eq!(got, truth.folded);
-    assert_eq!(r.totals.records, truth.records);
+    assert_eq!(r.totals.run.records, truth.records);
     assert_eq!(r.totals.ui_dirs, 2);
-    assert!(r.totals.priv_records > 0);
-    assert_eq!(r.totals.corrected, truth.corrected_headers);
+    assert!(r.totals.run.priv_records > 0);
+    assert_eq!(r.totals.run.corrected, truth.corrected_headers);
     assert!(truth.corrected_headers > 0);
     assert_eq!(r.diag.count(kind::UNMATCHED_ENTER), truth.unmatched_enter);
     // One numeric enter (ID 900) per kernel_b wave.
@@ -54,7 +54,7 @@ fn flamegraph_without_marker_decoding_uses_arrival_times() {
     let r = commands::flamegraph(dir.path(), &o, &NoProgress).unwrap();
     let got: BTreeMap<String, u64> = r.folded.into_iter().collect();
     assert_eq!(got, truth.folded_arrival);
-    assert_eq!(r.totals.corrected, 0);
+    assert_eq!(r.totals.run.corrected, 0);
 }
 
 #[test]
