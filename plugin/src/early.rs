@@ -12,10 +12,13 @@
 use sqtt_config::Settings;
 
 use crate::ledger::{EarlyKind, EarlyLedger, Role};
-use crate::llvm::{Module, Value};
+use crate::llvm::{MdItem, Module, Value};
 use crate::named::{adjacent, collect, resolve_name, Sentinel};
 use crate::size::function_size;
 use crate::{funcmap_emit, is_sqtt_instruction};
+
+/// Function metadata naming the ledger entry of an instrumented function.
+pub const FUNC_ID_MD: &str = "sqtt.func.id";
 
 /// The asm text of a bare early marker (emits nothing if it ever reached codegen).
 pub const BARE_MARKER_ASM: &str = "; sqtt marker";
@@ -326,6 +329,8 @@ fn instrument_function(m: Module, ledger: &mut EarlyLedger, settings: &Settings,
         return;
     }
     let key = ledger.function(&f.name(), funcmap_emit::definition_site(f), size);
+    // `!sqtt.func.id !{key}`: which ledger entry the function's markers belong to.
+    f.set_global_metadata(m.md_kind(FUNC_ID_MD), m.md_node_ref(&[MdItem::Int(key)]));
     bare_marker(m, ledger, entry, key, Role::Enter);
     for r in rets {
         bare_marker(m, ledger, r, key, Role::Exit);

@@ -233,9 +233,8 @@ impl Module {
         }
     }
 
-    /// A metadata node of integers and strings, as a value (for instruction attachments and
-    /// named metadata).
-    pub fn md_node(self, items: &[MdItem]) -> LLVMValueRef {
+    /// A metadata node of integers and strings.
+    pub fn md_node_ref(self, items: &[MdItem]) -> LLVMMetadataRef {
         unsafe {
             let ctx = self.ctx();
             let mut ops: Vec<LLVMMetadataRef> = items
@@ -249,8 +248,13 @@ impl Module {
                     }
                 })
                 .collect();
-            LLVMMetadataAsValue(ctx, LLVMMDNodeInContext2(ctx, ops.as_mut_ptr(), ops.len()))
+            LLVMMDNodeInContext2(ctx, ops.as_mut_ptr(), ops.len())
         }
+    }
+
+    /// [`Module::md_node_ref`] as a value (for instruction attachments and named metadata).
+    pub fn md_node(self, items: &[MdItem]) -> LLVMValueRef {
+        unsafe { LLVMMetadataAsValue(self.ctx(), self.md_node_ref(items)) }
     }
 
     /// Appends a node to a named metadata list.
@@ -501,6 +505,11 @@ impl Value {
 
     pub fn is_cmpxchg(self) -> bool {
         self.is_instruction() && self.opcode() == sys::LLVMOpcode::LLVMAtomicCmpXchg
+    }
+
+    /// Attaches metadata to a global (a function's `!name` attachment).
+    pub fn set_global_metadata(self, kind: c_uint, node: LLVMMetadataRef) {
+        unsafe { sys::core::LLVMGlobalSetMetadata(self.0, kind, node) }
     }
 
     /// Whether the function has a string or enum attribute `name` (e.g. `alwaysinline`).

@@ -567,3 +567,70 @@ fn memory_gap_breaks_groups() {
     // Gap of 6 > 5 after the first load: two groups, [a] and [b, c].
     assert_eq!(out.matches("s_ttracedata_imm 0x4").count(), 2, "{out}");
 }
+
+/// The two phases in IR: the early phase leaves tagged bare markers, `!sqtt.func.id` and the
+/// `!sqtt.markers.early` ledger; the late phase reads them back, applies the threshold to the
+/// (now smaller) function and writes the funcmap.
+#[test]
+fn early_ledger_and_late_phase_in_ir() {
+    let mut body = String::new();
+    for i in 0..12 {
+        body.push_str(&format!(
+            "  %v{i} = add i32 %x, {i}\n  store volatile i32 %v{i}, ptr addrspace(1) %p\n"
+        ));
+    }
+    let ir = format!(
+        r#"target triple = "amdgcn-amd-amdhsa"
+define internal void @big(ptr addrspace(1) %p, i32 %x) #0 {{
+{body}  ret void
+}}
+define amdgpu_kernel void @k(ptr addrspace(1) %p) #0 {{
+  call void @big(ptr addrspace(1) %p, i32 7)
+  ret void
+}}
+attributes #0 = {{ "target-cpu"="gfx1030" }}
+"#
+    );
+    let env = [
+        ("SQTT_INSTRUMENT_FUNCTIONS", "20"),
+        ("SQTT_SCOPE_CU", "-1"),
+        ("SQTT_MEM_BARRIER", "none"),
+    ];
+    let dir = workdir();
+    let input = dir.path().join("in.ll");
+    std::fs::write(&input, &ir).unwrap();
+    let early = run_ok(
+        Command::new(llvm_tool("opt"))
+            .envs(env)
+            .arg(format!("-load-pass-plugin={}", plugin_path().display()))
+            .args(["-passes=sqtt-early", "-S"])
+            .arg(&input),
+    );
+    assert!(
+        early.contains("define internal void @big(ptr addrspace(1) %p, i32 %x) #0 !sqtt.func.id"),
+        "{early}"
+    );
+    assert_eq!(
+        early.matches("asm sideeffect \"; sqtt marker\"").count(),
+        2,
+        "{early}"
+    );
+    assert!(early.contains("!sqtt.markers.early = !{"), "{early}");
+    assert!(early.contains("!\"F\", !\"big\""), "{early}");
+    // 24 instructions + ret: above 20, instrumented.
+    let late = opt_sqtt_ok(&early, &env);
+    assert!(late.contains("c\"K:k\\0AF:1:big\\00\""), "{late}");
+    assert!(late.contains("\"s_ttracedata_imm 0x6\""), "{late}");
+    assert!(late.contains("\"s_ttracedata_imm 0x1\""), "{late}");
+    assert!(
+        !late.contains("sqtt.markers.early") && !late.contains("; sqtt marker"),
+        "{late}"
+    );
+    // With a threshold above the function's size its markers go, and so does its F: row.
+    let late = opt_sqtt_ok(
+        &early,
+        &[("SQTT_INSTRUMENT_FUNCTIONS", "30"), ("SQTT_SCOPE_CU", "-1")],
+    );
+    assert!(late.contains("c\"K:k\\00\""), "{late}");
+    assert!(!late.contains("ttracedata"), "{late}");
+}
