@@ -340,21 +340,23 @@ fn step<S: Sink, const LAYOUT4: bool, const FAST: bool>(
     true
 }
 
-/// The low byte and the leading zero nibbles (up to what is known) of the packet `q` nibbles
-/// (at most 19) past the even nibble where `lo`, 8 bytes of the stream, starts; `mid` is the 8
-/// bytes 4 bytes later. From registers alone: the fast loop finds the next packet's type
-/// without waiting for the load at its position.
+/// The low byte and the leading zero nibbles (up to what is known) of the packet `n` nibbles
+/// (at most 18) past nibble `p`, where `w` (the 64 bits there, the top nibble zero at an odd
+/// `p`) and `mid` (the 64 bits 8 nibbles further, the same) start. From registers alone: the
+/// fast loop finds the next packet's type without waiting for the load at its position.
 #[inline(always)]
-fn ahead(lo: u64, mid: u64, q: usize) -> (usize, usize) {
-    // Nibbles 0..16 are in `lo`, 8..24 in `mid`: past nibble 7, `mid` holds the packet's low
-    // byte and at least 5 nibbles of it (q - 8 <= 11, as q is a nibble of parity and a packet
-    // of at most 18 nibbles, zero runs at most 16). Selected without a branch: which one it is
-    // follows the packets' sizes.
-    let far = q >= 8;
-    let v = if far { mid } else { lo };
-    let s = q - if far { 8 } else { 0 };
-    let x = v >> ((4 * s) & 63);
-    let zeros = ((x.trailing_zeros() >> 2) as usize).min(16 - s);
+fn ahead(w: u64, mid: u64, p: usize, n: usize) -> (usize, usize) {
+    // Nibbles 0..16 (15 at an odd p) are in `w`, 8..24 (8..23) in `mid`: past nibble 7, `mid`
+    // holds the packet's low byte and at least 5 nibbles of it (n - 8 <= 10: no packet is
+    // longer than 18 nibbles, no zero run taken longer than 16). Selected without a branch:
+    // which one it is follows the packets' sizes. Shifting both by what `p` and `n` give keeps
+    // the walk's chain to one shift and a select before the look-up.
+    let far = n >= 8;
+    let near_x = w >> ((4 * n) & 63);
+    let far_x = mid >> ((4 * n).wrapping_sub(32) & 63);
+    let x = std::hint::select_unpredictable(far, far_x, near_x);
+    let known = 16 + if far { 8 } else { 0 } - (p & 1) - n;
+    let zeros = ((x.trailing_zeros() >> 2) as usize).min(known);
     ((x & 0xFF) as usize, zeros)
 }
 
@@ -382,7 +384,7 @@ fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
     // and a look-up, not a load and a look-up.
     let fast_end = data.len().saturating_sub(12) * 2;
     if let Some((lo, mid)) = load12(data, 0).filter(|_| st.p < fast_end) {
-        let mut next = ahead(lo, mid, 0);
+        let mut next = ahead(lo, mid, 0, 0);
         while st.p < fast_end {
             let p = st.p;
             // Always there: p < fast_end puts 12 bytes after p / 2.
@@ -390,9 +392,10 @@ fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
                 break;
             };
             let w = lo >> ((p & 1) * 4);
+            let mid = mid >> ((p & 1) * 4);
             let (idx, zeros) = next;
             step::<S, LAYOUT4, true>(data, w, idx, zeros, total, &mut st, sink);
-            next = ahead(lo, mid, (p & 1) + (st.p - p));
+            next = ahead(w, mid, p, st.p - p);
         }
     }
     while st.p < total {
