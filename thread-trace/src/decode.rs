@@ -150,10 +150,13 @@ pub(crate) struct Entry {
     special: u8,
 }
 
-/// A layout's tables: the kind of each low byte, and the decoding entry of each low byte.
+/// A layout's tables: the kind of each low byte, the decoding entry of each low byte, and its
+/// size in nibbles apart (the one field the walk's chain waits for, read at the byte's own
+/// offset).
 pub(crate) struct Tables {
     pub(crate) kind_of: [u8; 256],
     entry: [Entry; 256],
+    nibbles: [u8; 256],
 }
 
 const fn tables(kinds: &[Kind; 24]) -> Tables {
@@ -167,6 +170,7 @@ const fn tables(kinds: &[Kind; 24]) -> Tables {
     let mut t = Tables {
         kind_of: [0; 256],
         entry: [none; 256],
+        nibbles: [1; 256],
     };
     // Most specific code first: for each byte, the matching kind with the most code bits
     // (NOP, 4 zero bits, matches only what nothing longer does).
@@ -200,6 +204,7 @@ const fn tables(kinds: &[Kind; 24]) -> Tables {
             add: kd.add,
             special: kd.special,
         };
+        t.nibbles[b] = t.entry[b].nibbles;
         b += 1;
     }
     t
@@ -288,7 +293,11 @@ fn step<S: Sink, const LAYOUT4: bool, const FAST: bool>(
     let e = t.entry[idx & 0xFF];
     let nop = idx & 0xF == 0;
     // A run of zero nibbles is NOPs, a nibble each and no time, taken in one step.
-    let n = if nop { zeros } else { e.nibbles as usize };
+    let n = if nop {
+        zeros
+    } else {
+        t.nibbles[idx & 0xFF] as usize
+    };
     if !FAST && p + n > total {
         return false;
     }
