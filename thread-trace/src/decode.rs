@@ -150,10 +150,13 @@ pub(crate) struct Entry {
     special: u8,
 }
 
-/// A layout's tables: the kind of each low byte, and the decoding entry of each low byte.
+/// A layout's tables: the kind of each low byte, the decoding entry of each low byte, and its
+/// size in nibbles apart (the one field the walk's chain waits for, read at the byte's own
+/// offset).
 pub(crate) struct Tables {
     pub(crate) kind_of: [u8; 256],
     entry: [Entry; 256],
+    nibbles: [u8; 256],
 }
 
 const fn tables(kinds: &[Kind; 24]) -> Tables {
@@ -167,6 +170,7 @@ const fn tables(kinds: &[Kind; 24]) -> Tables {
     let mut t = Tables {
         kind_of: [0; 256],
         entry: [none; 256],
+        nibbles: [1; 256],
     };
     // Most specific code first: for each byte, the matching kind with the most code bits
     // (NOP, 4 zero bits, matches only what nothing longer does).
@@ -200,6 +204,7 @@ const fn tables(kinds: &[Kind; 24]) -> Tables {
             add: kd.add,
             special: kd.special,
         };
+        t.nibbles[b] = t.entry[b].nibbles;
         b += 1;
     }
     t
@@ -268,12 +273,16 @@ struct Walk {
 }
 
 /// Decodes the packet at nibble `st.p` from `w`, the 64 bits there (the top nibble zero at an
-/// odd nibble); `false` if it is cut short. `FAST`: the 18 nibbles from `st.p` are all in
-/// `data` (no packet is longer), so neither the window nor the packet can pass its end.
+/// odd nibble), `idx` its low byte and `zeros` the zero nibbles it starts with (at least 1 when
+/// the low nibble is 0, and none past what `w` or the stream holds); `false` if it is cut short.
+/// `FAST`: the 18 nibbles from `st.p` are all in `data` (no packet is longer), so the packet
+/// cannot pass its end.
 #[inline(always)]
 fn step<S: Sink, const LAYOUT4: bool, const FAST: bool>(
     data: &[u8],
     w: u64,
+    idx: usize,
+    zeros: usize,
     total: usize,
     st: &mut Walk,
     sink: &mut S,
@@ -281,15 +290,14 @@ fn step<S: Sink, const LAYOUT4: bool, const FAST: bool>(
     let t = if LAYOUT4 { &TABLES4 } else { &TABLES3 };
     let (wgp_field, wave_start_slot, cu_shift) = if LAYOUT4 { (0xF, 15, 4) } else { (0x7, 13, 3) };
     let p = st.p;
-    let e = t.entry[(w & 0xFF) as usize];
-    let nop = w & 0xF == 0;
-    // A run of zero nibbles is NOPs, a nibble each and no time, taken in one step. At an odd
-    // nibble the window's top nibble is not read: it counts no zeros.
-    let mut zeros = ((w.trailing_zeros() >> 2) as usize).min(16 - (p & 1));
-    if !FAST {
-        zeros = zeros.min(total - p);
-    }
-    let n = if nop { zeros } else { e.nibbles as usize };
+    let e = t.entry[idx & 0xFF];
+    let nop = idx & 0xF == 0;
+    // A run of zero nibbles is NOPs, a nibble each and no time, taken in one step.
+    let n = if nop {
+        zeros
+    } else {
+        t.nibbles[idx & 0xFF] as usize
+    };
     if !FAST && p + n > total {
         return false;
     }
@@ -341,6 +349,34 @@ fn step<S: Sink, const LAYOUT4: bool, const FAST: bool>(
     true
 }
 
+/// The low byte and the leading zero nibbles (up to what is known) of the packet `n` nibbles
+/// (at most 18) past nibble `p`, where `w` (the 64 bits there, the top nibble zero at an odd
+/// `p`) and `mid` (the 64 bits 8 nibbles further, the same) start. From registers alone: the
+/// fast loop finds the next packet's type without waiting for the load at its position.
+#[inline(always)]
+fn ahead(w: u64, mid: u64, p: usize, n: usize) -> (usize, usize) {
+    // Nibbles 0..16 (15 at an odd p) are in `w`, 8..24 (8..23) in `mid`: past nibble 7, `mid`
+    // holds the packet's low byte and at least 5 nibbles of it (n - 8 <= 10: no packet is
+    // longer than 18 nibbles, no zero run taken longer than 16). Selected without a branch:
+    // which one it is follows the packets' sizes. Shifting both by what `p` and `n` give keeps
+    // the walk's chain to one shift and a select before the look-up.
+    let far = n >= 8;
+    let near_x = w >> ((4 * n) & 63);
+    let far_x = mid >> ((4 * n).wrapping_sub(32) & 63);
+    let x = std::hint::select_unpredictable(far, far_x, near_x);
+    let known = 16 + if far { 8 } else { 0 } - (p & 1) - n;
+    let zeros = ((x.trailing_zeros() >> 2) as usize).min(known);
+    ((x & 0xFF) as usize, zeros)
+}
+
+/// The 12 bytes from byte `b` as the 8 there and the 8 from `b + 4`, if `data` holds them.
+#[inline(always)]
+fn load12(data: &[u8], b: usize) -> Option<(u64, u64)> {
+    let lo = data.get(b..b + 8)?.first_chunk::<8>()?;
+    let mid = data.get(b + 4..b + 12)?.first_chunk::<8>()?;
+    Some((u64::from_le_bytes(*lo), u64::from_le_bytes(*mid)))
+}
+
 fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
     let total = data.len() * 2;
     let mut st = Walk {
@@ -350,19 +386,35 @@ fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
     };
     // The header, if the stream starts with one (the walk takes it as a packet of no time).
     let layout = header_layout(data);
-    // Where 18 nibbles and a whole 8-byte load remain: one load and one table look-up per
+    // Where 12 whole bytes remain (so 18 nibbles too): one load and one table look-up per
     // packet, and a branch only for the packets that are more than time (waves, timestamps).
-    let fast_end = data.len().saturating_sub(9) * 2;
-    while st.p < fast_end {
-        let b = st.p >> 1;
-        let c = &data[b..b + 8];
-        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
-            >> ((st.p & 1) * 4);
-        step::<S, LAYOUT4, true>(data, w, total, &mut st, sink);
+    // The table is indexed by a low byte found from the previous packet's load, so that a
+    // packet's look-up does not wait for its own load: the walk's chain per packet is a shift
+    // and a look-up, not a load and a look-up.
+    let fast_end = data.len().saturating_sub(12) * 2;
+    if let Some((lo, mid)) = load12(data, 0).filter(|_| st.p < fast_end) {
+        let mut next = ahead(lo, mid, 0, 0);
+        while st.p < fast_end {
+            let p = st.p;
+            // Always there: p < fast_end puts 12 bytes after p / 2.
+            let Some((lo, mid)) = load12(data, p >> 1) else {
+                break;
+            };
+            let w = lo >> ((p & 1) * 4);
+            let mid = mid >> ((p & 1) * 4);
+            let (idx, zeros) = next;
+            step::<S, LAYOUT4, true>(data, w, idx, zeros, total, &mut st, sink);
+            next = ahead(w, mid, p, st.p - p);
+        }
     }
     while st.p < total {
-        let w = window60(data, st.p);
-        if !step::<S, LAYOUT4, false>(data, w, total, &mut st, sink) {
+        let p = st.p;
+        let w = window60(data, p);
+        // At an odd nibble the window's top nibble is not read: it counts no zeros.
+        let zeros = ((w.trailing_zeros() >> 2) as usize)
+            .min(16 - (p & 1))
+            .min(total - p);
+        if !step::<S, LAYOUT4, false>(data, w, (w & 0xFF) as usize, zeros, total, &mut st, sink) {
             break;
         }
     }

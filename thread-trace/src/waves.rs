@@ -32,10 +32,13 @@ fn key(cu: u32, simd: u32, slot: u32) -> usize {
     (((cu & 0x1F) << 7) | ((simd & 3) << 5) | (slot & 0x1F)) as usize
 }
 
-/// Pairs starts and ends into waves: the start time of each slot (or NONE), and the slots set.
+/// Pairs starts and ends into waves: the start time of each slot (or NONE), and the first
+/// `count` slots set (up to KEYS of them; past that the whole table is cleared). Arrays of
+/// KEYS entries, which every key indexes without a bounds check.
 struct Pairing<'a> {
-    started: &'a mut [u64],
-    touched: &'a mut Vec<u16>,
+    started: &'a mut [u64; KEYS],
+    touched: &'a mut [u16; KEYS],
+    count: usize,
     out: &'a mut Vec<Wave>,
 }
 
@@ -43,8 +46,11 @@ impl Sink for Pairing<'_> {
     #[inline]
     fn wave_start(&mut self, cu: u32, simd: u32, slot: u32, time: u64) {
         let k = key(cu, simd, slot);
-        if self.started[k] == NONE && self.touched.len() < KEYS {
-            self.touched.push(k as u16);
+        if self.started[k] == NONE {
+            if let Some(t) = self.touched.get_mut(self.count) {
+                *t = k as u16;
+                self.count += 1;
+            }
         }
         // A second start before an end: the first's end was lost, and it is dropped.
         self.started[k] = time;
@@ -66,10 +72,14 @@ impl Sink for Pairing<'_> {
     }
 }
 
+/// The start time of each slot, and the slots a trace set.
+type Table = (Box<[u64; KEYS]>, Box<[u16; KEYS]>);
+
 thread_local! {
     /// The pairing table, kept between calls so that a trace of a few kilobytes does not pay
     /// for clearing 32 KiB: only the slots a trace set are cleared after it.
-    static TABLE: std::cell::RefCell<(Vec<u64>, Vec<u16>)> = std::cell::RefCell::new((vec![NONE; KEYS], Vec::new()));
+    static TABLE: std::cell::RefCell<Table> =
+        std::cell::RefCell::new((Box::new([NONE; KEYS]), Box::new([0; KEYS])));
 }
 
 /// The stream `gpu`'s engines write, or the RDNA 3 one for a GC of no known generation.
@@ -96,17 +106,17 @@ pub fn waves_into(gpu: &Gpu, trace: &[u8], out: &mut Vec<Wave>) -> Summary {
         let mut p = Pairing {
             started,
             touched,
+            count: 0,
             out,
         };
         let summary = decode(generation(gpu), trace, &mut p);
-        if p.touched.len() >= KEYS {
+        if p.count >= KEYS {
             p.started.fill(NONE);
         } else {
-            for &k in p.touched.iter() {
-                p.started[k as usize] = NONE;
+            for &k in &p.touched[..p.count] {
+                p.started[usize::from(k)] = NONE;
             }
         }
-        p.touched.clear();
         summary
     })
 }
