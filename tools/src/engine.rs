@@ -259,29 +259,21 @@ impl Trace {
         let mut engine = Engine {
             slots: Vec::new(),
             index: FxHashMap::default(),
+            cache: Box::new([(0, 0); SLOT_CACHE]),
             stats: RunStats::default(),
         };
         if packed {
-            engine.pass(
+            engine.pass::<_, true>(
                 ui,
                 &mut tables,
                 names,
                 &mut NullSink,
-                true,
                 &NoBytes,
                 &mut self.diag,
             )?;
             engine.reset();
         }
-        engine.pass(
-            ui,
-            &mut tables,
-            names,
-            sink,
-            false,
-            progress,
-            &mut self.diag,
-        )?;
+        engine.pass::<_, false>(ui, &mut tables, names, sink, progress, &mut self.diag)?;
         Ok(engine.stats)
     }
 }
@@ -338,7 +330,9 @@ struct Tables<'a> {
     single_co: Option<usize>,
     no_occ_frame: u32,
     opts: Options,
-    domains: FxHashMap<(u32, u32, u32, u32, u32), Domain>,
+    /// The correction domains, and their index by `(se, cu, simd, clock_bits, clock_shift)`.
+    domains: Vec<Domain>,
+    domain_index: FxHashMap<(u32, u32, u32, u32, u32), usize>,
     _d: std::marker::PhantomData<&'a ()>,
 }
 
@@ -390,7 +384,8 @@ impl<'a> Tables<'a> {
             single_co,
             no_occ_frame,
             opts,
-            domains: FxHashMap::default(),
+            domains: Vec::new(),
+            domain_index: FxHashMap::default(),
             _d: std::marker::PhantomData,
         }
     }
@@ -464,6 +459,11 @@ struct Slot {
     collect: bool,
     hdr: Option<Hdr>,
     payload: Vec<u32>,
+    /// The correction domain of the slot's records of code object, cu and simd `dom_for`
+    /// (`NONE`: not looked up; the cu and simd are those of the records, which a slot key
+    /// shared by two of them would not tell apart).
+    dom: usize,
+    dom_for: (usize, u32, u32),
 }
 
 #[derive(Clone, Copy)]
@@ -500,7 +500,16 @@ fn find_span(spans: &[WaveSpan], cursor: &mut usize, t: u64) -> usize {
 struct Engine {
     slots: Vec<Slot>,
     index: FxHashMap<u64, usize>,
+    /// A direct-mapped cache in front of `index`: `(key, slot + 1)`, 0 when empty.
+    cache: Box<[(u64, u32); SLOT_CACHE]>,
     stats: RunStats,
+}
+
+const SLOT_CACHE: usize = 1024;
+
+#[inline]
+fn cache_line(key: u64) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOT_CACHE.trailing_zeros())) as usize
 }
 
 struct CountingReader<'p, R> {
@@ -529,13 +538,12 @@ impl Engine {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn pass<S: Sink>(
+    fn pass<S: Sink, const FIRST: bool>(
         &mut self,
         ui: &UiDir,
         t: &mut Tables,
         names: &mut Names,
         sink: &mut S,
-        first: bool,
         progress: &dyn Progress,
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
@@ -559,7 +567,7 @@ impl Engine {
                 },
             );
             let res = shaderdata::read_from(reader, path, |r| {
-                self.record(se, r, t, names, sink, first, want_addr, &mut local)
+                self.record::<S, FIRST>(se, r, t, names, sink, want_addr, &mut local)
             });
             match res {
                 Ok(st) => {
@@ -583,25 +591,54 @@ impl Engine {
         }
         for i in 0..self.slots.len() {
             if self.slots[i].active {
-                end_wave(&mut self.slots[i], i, names, sink, first, &mut local);
+                end_wave::<S, FIRST>(&mut self.slots[i], i, names, sink, &mut local);
             }
         }
-        if !first {
+        if !FIRST {
             diag.merge(&local);
         }
         Ok(())
     }
 
+    /// The slot of `key` (of record `r` of shader engine `se`), made when new.
+    #[cold]
+    fn slot_of(&mut self, key: u64, se: u32, r: &Record, t: &mut Tables) -> usize {
+        if let Some(i) = self.index.get(&key) {
+            return *i;
+        }
+        let spans = t.occ.slots.remove(&key).unwrap_or_default();
+        self.slots.push(Slot {
+            se,
+            cu: r.cu,
+            simd: r.simd,
+            wave_id: r.wave_id,
+            spans,
+            cursor: 0,
+            cur: NONE,
+            active: false,
+            wave: Wave::default(),
+            co: None,
+            last_t: 0,
+            pending: 0,
+            collect: false,
+            hdr: None,
+            payload: Vec::new(),
+            dom: NONE,
+            dom_for: (NONE, 0, 0),
+        });
+        self.index.insert(key, self.slots.len() - 1);
+        self.slots.len() - 1
+    }
+
     #[allow(clippy::too_many_arguments)]
     #[inline]
-    fn record<S: Sink>(
+    fn record<S: Sink, const FIRST: bool>(
         &mut self,
         se: u32,
         r: &Record,
         t: &mut Tables,
         names: &mut Names,
         sink: &mut S,
-        first: bool,
         want_addr: bool,
         diag: &mut Diagnostics,
     ) {
@@ -610,41 +647,27 @@ impl Engine {
             return;
         }
         let key = slot_key(se, r.cu, r.simd, r.wave_id);
-        let idx = match self.index.get(&key) {
-            Some(i) => *i,
-            None => {
-                let spans = t.occ.slots.remove(&key).unwrap_or_default();
-                self.slots.push(Slot {
-                    se,
-                    cu: r.cu,
-                    simd: r.simd,
-                    wave_id: r.wave_id,
-                    spans,
-                    cursor: 0,
-                    cur: NONE,
-                    active: false,
-                    wave: Wave::default(),
-                    co: None,
-                    last_t: 0,
-                    pending: 0,
-                    collect: false,
-                    hdr: None,
-                    payload: Vec::new(),
-                });
-                self.index.insert(key, self.slots.len() - 1);
-                self.slots.len() - 1
+        let line = cache_line(key);
+        let (ck, ci) = self.cache[line];
+        let idx = if ci != 0 && ck == key {
+            ci as usize - 1
+        } else {
+            let i = self.slot_of(key, se, r, t);
+            if i < u32::MAX as usize {
+                self.cache[line] = (key, i as u32 + 1);
             }
+            i
         };
         let slot = &mut self.slots[idx];
         let span = find_span(&slot.spans, &mut slot.cursor, r.time);
         if !slot.active || span != slot.cur {
             if slot.active {
-                end_wave(slot, idx, names, sink, first, diag);
+                end_wave::<S, FIRST>(slot, idx, names, sink, diag);
             }
             self.stats.waves += 1;
-            start_wave(slot, idx, span, r.time, t, names, sink, first);
+            start_wave::<S, FIRST>(slot, idx, span, r.time, t, names, sink);
         }
-        if span == NONE && !first {
+        if span == NONE && !FIRST {
             diag.warn(kind::NO_OCCUPANCY, || {
                 format!(
                     "se {} cu {} simd {} wave {} at time {}",
@@ -660,7 +683,7 @@ impl Engine {
             }
             if slot.pending == 0 {
                 if let Some(h) = slot.hdr.take() {
-                    if !first {
+                    if !FIRST {
                         let payload = std::mem::take(&mut slot.payload);
                         deliver(slot, idx, &h, &payload, t, names, sink, want_addr, diag);
                         slot.payload = payload;
@@ -687,17 +710,25 @@ impl Engine {
         let mut time = r.time;
         if let (Some(clock), Some(ci), true) = (m.packed_clock, slot.co, t.opts.decode_markers) {
             let enc = t.encodings[ci];
-            let dkey = (
-                se,
-                r.cu,
-                r.simd,
-                enc.shader_clock_bits,
-                enc.shader_clock_shift,
-            );
-            let dom = t.domains.entry(dkey).or_insert_with(|| Domain::new(&enc));
+            if slot.dom == NONE || slot.dom_for != (ci, r.cu, r.simd) {
+                let dkey = (
+                    se,
+                    r.cu,
+                    r.simd,
+                    enc.shader_clock_bits,
+                    enc.shader_clock_shift,
+                );
+                let domains = &mut t.domains;
+                slot.dom = *t.domain_index.entry(dkey).or_insert_with(|| {
+                    domains.push(Domain::new(&enc));
+                    domains.len() - 1
+                });
+                slot.dom_for = (ci, r.cu, r.simd);
+            }
+            let dom = &mut t.domains[slot.dom];
             let sampled = u64::from(clock) << enc.shader_clock_shift;
             let rel = dom.relative(r.time, sampled);
-            if first {
+            if FIRST {
                 dom.min_rel = dom.min_rel.min(rel);
             } else {
                 let shift = rel
@@ -727,7 +758,7 @@ impl Engine {
         };
         if npay > 0 {
             slot.pending = npay;
-            slot.collect = !first
+            slot.collect = !FIRST
                 && match class {
                     MarkerClass::Address(_) => want_addr,
                     _ => npay <= 64,
@@ -736,14 +767,14 @@ impl Engine {
             slot.hdr = Some(h);
             return;
         }
-        if !first {
+        if !FIRST {
             deliver(slot, idx, &h, &[], t, names, sink, want_addr, diag);
         }
     }
 }
 
 #[allow(clippy::too_many_arguments)]
-fn start_wave<S: Sink>(
+fn start_wave<S: Sink, const FIRST: bool>(
     slot: &mut Slot,
     idx: usize,
     span: usize,
@@ -751,7 +782,6 @@ fn start_wave<S: Sink>(
     t: &mut Tables,
     names: &mut Names,
     sink: &mut S,
-    first: bool,
 ) {
     let (co, kernel, dispatch, start, end, instance) = if span == NONE {
         (t.single_co, t.no_occ_frame, None, None, None, 0)
@@ -786,20 +816,19 @@ fn start_wave<S: Sink>(
         end,
         begin: slot.last_t,
     };
-    if !first {
+    if !FIRST {
         sink.wave_start(names, idx, &slot.wave);
     }
 }
 
-fn end_wave<S: Sink>(
+fn end_wave<S: Sink, const FIRST: bool>(
     slot: &mut Slot,
     idx: usize,
     names: &Names,
     sink: &mut S,
-    first: bool,
     diag: &mut Diagnostics,
 ) {
-    if slot.pending > 0 && !first {
+    if slot.pending > 0 && !FIRST {
         let w = slot.wave;
         let missing = slot.pending;
         diag.warn(kind::CUT_SHORT, || {
@@ -813,7 +842,7 @@ fn end_wave<S: Sink>(
     slot.hdr = None;
     slot.active = false;
     let end = slot.wave.end.unwrap_or(slot.last_t).max(slot.last_t);
-    if !first {
+    if !FIRST {
         sink.wave_end(names, idx, &slot.wave, end);
     }
 }

@@ -297,6 +297,28 @@ fn records<R: Read, F: FnMut(&Record)>(
 ) -> Result<(), Fault> {
     let mut first_block = true;
     loop {
+        // Plain rows are read straight from the buffer, without a scan for where rows end
+        // first. What this does and hands over is exactly what the block logic below would;
+        // when it meets a row it does not take, that logic does this block, skipping the rows
+        // already handed over.
+        let skip = match stream_rows(&sc.buf[sc.pos..], first_block, cols, f, count) {
+            Stream::Close(at) => {
+                sc.pos += at + 1;
+                return Ok(());
+            }
+            Stream::End(Some(row_end)) => {
+                sc.pos += row_end;
+                first_block = false;
+                continue;
+            }
+            Stream::End(None) => {
+                if !sc.fill()? {
+                    return Err(Fault::Syntax(sc.at(), "unexpected end of file in records"));
+                }
+                continue;
+            }
+            Stream::Odd(skip) => skip,
+        };
         // Complete rows in the buffer, and where the array closes if it does.
         let (mut depth, mut last_row_end, mut close) = (0u32, None, None);
         for (i, &c) in sc.buf[sc.pos..].iter().enumerate() {
@@ -337,7 +359,8 @@ fn records<R: Read, F: FnMut(&Record)>(
         first_block = false;
         // Plain integer rows take the fast path; the first row it does not take, and all after
         // it in this block, go to serde, which also gives the error of a malformed one.
-        let taken = fast_rows(region, cols, f, count);
+        let skip = skip.min(region.len());
+        let taken = skip + fast_rows(&region[skip..], cols, f, count);
         let region = &region[taken..];
         if !region.is_empty() {
             scratch.clear();
@@ -372,14 +395,97 @@ fn trim_ws(mut b: &[u8]) -> &[u8] {
     b
 }
 
+fn is_ws(c: u8) -> bool {
+    matches!(c, b' ' | b'\n' | b'\r' | b'\t')
+}
+
+/// Why [`parse_row`] did not give a row.
+enum RowFault {
+    /// Not a row of plain non-negative integers (or one that does not fit).
+    Odd,
+    /// The bytes end inside the row.
+    Cut,
+}
+
+/// Parses the plain integer row `[1,2,3,...]` whose '[' is at `b[i]`; gives the record and the
+/// index after its ']'.
+#[inline(always)]
+fn parse_row(b: &[u8], mut i: usize, cols: &Columns) -> Result<(Record, usize), RowFault> {
+    i += 1;
+    let mut v = [0u64; COLS];
+    let (mut n, mut seen) = (0usize, 0usize);
+    loop {
+        while i < b.len() && is_ws(b[i]) {
+            i += 1;
+        }
+        let start = i;
+        let mut x = 0u64;
+        while i < b.len() {
+            let d = b[i].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            // Up to 19 digits always fit in a u64.
+            if i - start < 19 {
+                x = x * 10 + u64::from(d);
+            } else {
+                match x.checked_mul(10).and_then(|y| y.checked_add(u64::from(d))) {
+                    Some(y) => x = y,
+                    None => return Err(RowFault::Odd),
+                }
+            }
+            i += 1;
+        }
+        if i == b.len() {
+            return Err(RowFault::Cut);
+        }
+        if i == start {
+            return Err(RowFault::Odd);
+        }
+        if n < MAX_ROW {
+            let c = cols.0[n] as usize;
+            if c < COLS {
+                v[c] = x;
+                seen += 1;
+            }
+        }
+        n += 1;
+        while i < b.len() && is_ws(b[i]) {
+            i += 1;
+        }
+        match b.get(i) {
+            Some(b',') => i += 1,
+            Some(b']') => {
+                i += 1;
+                break;
+            }
+            Some(_) => return Err(RowFault::Odd),
+            None => return Err(RowFault::Cut),
+        }
+    }
+    if seen < COLS {
+        return Err(RowFault::Odd);
+    }
+    Ok((
+        Record {
+            time: v[0],
+            value: v[1] as u32,
+            cu: v[2] as u32,
+            simd: v[3] as u32,
+            wave_id: v[4] as u32,
+            flags: v[5] as u32,
+        },
+        i,
+    ))
+}
+
 /// Reads rows of plain non-negative integers (`[1,2,3,4,5,6],[...]`) from `b`, handing each to
 /// `f`; returns the bytes taken, stopping before the first row that is anything else.
 fn fast_rows<F: FnMut(&Record)>(b: &[u8], cols: Columns, f: &mut F, count: &mut u64) -> usize {
-    let ws = |c: u8| matches!(c, b' ' | b'\n' | b'\r' | b'\t');
     let mut i = 0;
     let mut taken = 0;
     loop {
-        while i < b.len() && ws(b[i]) {
+        while i < b.len() && is_ws(b[i]) {
             i += 1;
         }
         if i == b.len() {
@@ -388,52 +494,11 @@ fn fast_rows<F: FnMut(&Record)>(b: &[u8], cols: Columns, f: &mut F, count: &mut 
         if b[i] != b'[' {
             return taken;
         }
-        i += 1;
-        let mut v = [0u64; COLS];
-        let (mut n, mut seen) = (0usize, 0usize);
-        loop {
-            while i < b.len() && ws(b[i]) {
-                i += 1;
-            }
-            let start = i;
-            let mut x = 0u64;
-            while i < b.len() && b[i].is_ascii_digit() {
-                match x
-                    .checked_mul(10)
-                    .and_then(|y| y.checked_add(u64::from(b[i] - b'0')))
-                {
-                    Some(y) => x = y,
-                    None => return taken,
-                }
-                i += 1;
-            }
-            if i == start {
-                return taken;
-            }
-            if n < MAX_ROW {
-                let c = cols.0[n] as usize;
-                if c < COLS {
-                    v[c] = x;
-                    seen += 1;
-                }
-            }
-            n += 1;
-            while i < b.len() && ws(b[i]) {
-                i += 1;
-            }
-            match b.get(i) {
-                Some(b',') => i += 1,
-                Some(b']') => {
-                    i += 1;
-                    break;
-                }
-                _ => return taken,
-            }
-        }
-        if seen < COLS {
+        let Ok((r, next)) = parse_row(b, i, &cols) else {
             return taken;
-        }
-        while i < b.len() && ws(b[i]) {
+        };
+        i = next;
+        while i < b.len() && is_ws(b[i]) {
             i += 1;
         }
         match b.get(i) {
@@ -443,15 +508,91 @@ fn fast_rows<F: FnMut(&Record)>(b: &[u8], cols: Columns, f: &mut F, count: &mut 
             Some(_) => return taken,
         }
         *count += 1;
-        f(&Record {
-            time: v[0],
-            value: v[1] as u32,
-            cu: v[2] as u32,
-            simd: v[3] as u32,
-            wave_id: v[4] as u32,
-            flags: v[5] as u32,
-        });
+        f(&r);
         taken = i;
+    }
+}
+
+/// Where [`stream_rows`] stopped.
+enum Stream {
+    /// The array closes at this index.
+    Close(usize),
+    /// The bytes end; the index after the last complete row handed over, if any.
+    End(Option<usize>),
+    /// A row (or separator) the fast path does not take, this many bytes into the region the
+    /// block logic of [`records`] would give (0: before the first row of it).
+    Odd(usize),
+}
+
+/// Hands over the plain rows at the start of `b` (the rest of the buffer after the previous
+/// block; `first`: right after the array's '[', no comma due): each row followed by a comma,
+/// the array's closing ']', or the end of the bytes.
+fn stream_rows<F: FnMut(&Record)>(
+    b: &[u8],
+    first: bool,
+    cols: Columns,
+    f: &mut F,
+    count: &mut u64,
+) -> Stream {
+    let mut i = 0;
+    while i < b.len() && is_ws(b[i]) {
+        i += 1;
+    }
+    match b.get(i) {
+        None => return Stream::End(None),
+        Some(b']') => return Stream::Close(i),
+        Some(b',') if !first => {
+            i += 1;
+            while i < b.len() && is_ws(b[i]) {
+                i += 1;
+            }
+        }
+        Some(_) if !first => return Stream::Odd(0),
+        Some(_) => {}
+    }
+    let region = i;
+    let mut last = None;
+    loop {
+        // At a row (or the close, after a trailing comma); `top` is where the block logic's
+        // fast path would stop if this row is not taken.
+        let top = i - region;
+        while i < b.len() && is_ws(b[i]) {
+            i += 1;
+        }
+        match b.get(i) {
+            None => return Stream::End(last),
+            Some(b'[') => {}
+            Some(b']') => return Stream::Close(i),
+            Some(_) => return Stream::Odd(top),
+        }
+        let (r, next) = match parse_row(b, i, &cols) {
+            Ok(v) => v,
+            Err(RowFault::Cut) => return Stream::End(last),
+            Err(RowFault::Odd) => return Stream::Odd(top),
+        };
+        i = next;
+        while i < b.len() && is_ws(b[i]) {
+            i += 1;
+        }
+        match b.get(i) {
+            Some(b',') => {
+                *count += 1;
+                f(&r);
+                last = Some(next);
+                i += 1;
+            }
+            Some(b']') => {
+                *count += 1;
+                f(&r);
+                return Stream::Close(i);
+            }
+            None => {
+                *count += 1;
+                f(&r);
+                return Stream::End(Some(next));
+            }
+            Some(_) => return Stream::Odd(top),
+        }
     }
 }
 
@@ -646,5 +787,392 @@ mod tests {
         .unwrap();
         assert_eq!(v[0].time, u64::MAX);
         assert_eq!(v[0].value, u32::MAX);
+    }
+
+    /// The reader as it was before plain rows were streamed straight from the buffer (each
+    /// block scanned for where its rows end first), to check that the streaming one hands over
+    /// the same rows and reports the same faults, byte for byte.
+    mod reference {
+        use super::super::*;
+
+        pub fn read_blocks<R: Read, F: FnMut(&Record)>(
+            reader: R,
+            path: &Path,
+            block: usize,
+            mut f: F,
+        ) -> Result<ReadStats, Error> {
+            let mut sc = Scanner {
+                r: reader,
+                block,
+                buf: Vec::with_capacity(block + 4096),
+                pos: 0,
+                eof: false,
+                consumed: 0,
+            };
+            let mut count = 0u64;
+            let mut scratch = Vec::with_capacity(block + 4096);
+            let res = old_walk(&mut sc, &mut scratch, &mut f, &mut count);
+            match res {
+                Ok(true) => Ok(ReadStats { records: count }),
+                Ok(false) => Err(Error::Malformed {
+                    path: path.to_path_buf(),
+                    reason: "no \"records\" array".into(),
+                }),
+                Err(Fault::Io(e)) => Err(Error::io(path, e)),
+                Err(Fault::Json(e)) => Err(Error::Json {
+                    path: path.to_path_buf(),
+                    records: count,
+                    error: e,
+                }),
+                Err(Fault::Syntax(at, what)) => Err(Error::Malformed {
+                    path: path.to_path_buf(),
+                    reason: format!("malformed JSON after {count} records: {what} at byte {at}"),
+                }),
+            }
+        }
+
+        fn old_walk<R: Read, F: FnMut(&Record)>(
+            sc: &mut Scanner<R>,
+            scratch: &mut Vec<u8>,
+            f: &mut F,
+            count: &mut u64,
+        ) -> Result<bool, Fault> {
+            let mut cols = Columns::default_order();
+            let mut found = false;
+            sc.expect(b'{', "expected an object")?;
+            if sc.skip_ws()? == Some(b'}') {
+                return Ok(false);
+            }
+            loop {
+                let key: String =
+                    serde_json::from_slice(&sc.value_bytes()?).map_err(Fault::Json)?;
+                sc.expect(b':', "expected ':'")?;
+                if key == "records" {
+                    sc.expect(b'[', "\"records\" is not an array")?;
+                    old_records(sc, scratch, cols, f, count)?;
+                    found = true;
+                } else {
+                    let v = sc.value_bytes()?;
+                    if key == "records_schema" {
+                        let names: Vec<String> = serde_json::from_slice(&v).map_err(Fault::Json)?;
+                        cols = Columns::from_schema(&names);
+                    }
+                }
+                match sc.skip_ws()? {
+                    Some(b',') => sc.pos += 1,
+                    Some(b'}') => {
+                        sc.pos += 1;
+                        break;
+                    }
+                    _ => return Err(Fault::Syntax(sc.at(), "expected ',' or '}'")),
+                }
+            }
+            Ok(found)
+        }
+
+        fn old_records<R: Read, F: FnMut(&Record)>(
+            sc: &mut Scanner<R>,
+            scratch: &mut Vec<u8>,
+            cols: Columns,
+            f: &mut F,
+            count: &mut u64,
+        ) -> Result<(), Fault> {
+            let mut first_block = true;
+            loop {
+                // Complete rows in the buffer, and where the array closes if it does.
+                let (mut depth, mut last_row_end, mut close) = (0u32, None, None);
+                for (i, &c) in sc.buf[sc.pos..].iter().enumerate() {
+                    match c {
+                        b'[' => depth += 1,
+                        b']' if depth == 0 => {
+                            close = Some(sc.pos + i);
+                            break;
+                        }
+                        b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                last_row_end = Some(sc.pos + i);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                let end = match (close, last_row_end) {
+                    (Some(c), _) => c,
+                    (None, Some(e)) => e + 1,
+                    (None, None) => {
+                        if !sc.fill()? {
+                            return Err(Fault::Syntax(
+                                sc.at(),
+                                "unexpected end of file in records",
+                            ));
+                        }
+                        continue;
+                    }
+                };
+                // After the previous block's last row comes one comma.
+                let mut region = trim_ws(&sc.buf[sc.pos..end]);
+                if !first_block {
+                    match region.split_first() {
+                        Some((b',', rest)) => region = trim_ws(rest),
+                        Some(_) => {
+                            return Err(Fault::Syntax(sc.at(), "expected ',' between records"))
+                        }
+                        None => {}
+                    }
+                }
+                first_block = false;
+                // Plain integer rows take the fast path; the first row it does not take, and all after
+                // it in this block, go to serde, which also gives the error of a malformed one.
+                let taken = old_fast_rows(region, cols, f, count);
+                let region = &region[taken..];
+                if !region.is_empty() {
+                    scratch.clear();
+                    scratch.push(b'[');
+                    scratch.extend_from_slice(region);
+                    scratch.push(b']');
+                    let mut de = serde_json::Deserializer::from_slice(scratch);
+                    RowsSeed {
+                        cols,
+                        f: &mut *f,
+                        count: &mut *count,
+                    }
+                    .deserialize(&mut de)
+                    .map_err(Fault::Json)?;
+                }
+                sc.pos = end;
+                if close.is_some() {
+                    sc.pos += 1;
+                    return Ok(());
+                }
+            }
+        }
+
+        fn old_fast_rows<F: FnMut(&Record)>(
+            b: &[u8],
+            cols: Columns,
+            f: &mut F,
+            count: &mut u64,
+        ) -> usize {
+            let ws = |c: u8| matches!(c, b' ' | b'\n' | b'\r' | b'\t');
+            let mut i = 0;
+            let mut taken = 0;
+            loop {
+                while i < b.len() && ws(b[i]) {
+                    i += 1;
+                }
+                if i == b.len() {
+                    return b.len();
+                }
+                if b[i] != b'[' {
+                    return taken;
+                }
+                i += 1;
+                let mut v = [0u64; COLS];
+                let (mut n, mut seen) = (0usize, 0usize);
+                loop {
+                    while i < b.len() && ws(b[i]) {
+                        i += 1;
+                    }
+                    let start = i;
+                    let mut x = 0u64;
+                    while i < b.len() && b[i].is_ascii_digit() {
+                        match x
+                            .checked_mul(10)
+                            .and_then(|y| y.checked_add(u64::from(b[i] - b'0')))
+                        {
+                            Some(y) => x = y,
+                            None => return taken,
+                        }
+                        i += 1;
+                    }
+                    if i == start {
+                        return taken;
+                    }
+                    if n < MAX_ROW {
+                        let c = cols.0[n] as usize;
+                        if c < COLS {
+                            v[c] = x;
+                            seen += 1;
+                        }
+                    }
+                    n += 1;
+                    while i < b.len() && ws(b[i]) {
+                        i += 1;
+                    }
+                    match b.get(i) {
+                        Some(b',') => i += 1,
+                        Some(b']') => {
+                            i += 1;
+                            break;
+                        }
+                        _ => return taken,
+                    }
+                }
+                if seen < COLS {
+                    return taken;
+                }
+                while i < b.len() && ws(b[i]) {
+                    i += 1;
+                }
+                match b.get(i) {
+                    Some(b',') => i += 1,
+                    None => i = b.len(),
+                    // Not a separator: serde reads this row again and reports the fault.
+                    Some(_) => return taken,
+                }
+                *count += 1;
+                f(&Record {
+                    time: v[0],
+                    value: v[1] as u32,
+                    cu: v[2] as u32,
+                    simd: v[3] as u32,
+                    wave_id: v[4] as u32,
+                    flags: v[5] as u32,
+                });
+                taken = i;
+            }
+        }
+    }
+
+    fn outcome(
+        text: &[u8],
+        block: usize,
+        trickle: usize,
+        reference: bool,
+    ) -> (Vec<Record>, Result<u64, String>) {
+        let mut v = Vec::new();
+        let path = Path::new("t.json");
+        let res = if reference {
+            reference::read_blocks(Trickle(text, trickle), path, block, |r| v.push(*r))
+        } else {
+            read_blocks(Trickle(text, trickle), path, block, |r| v.push(*r))
+        };
+        (v, res.map(|s| s.records).map_err(|e| e.to_string()))
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// A records file with odd spacing, row widths and numbers.
+    fn document(rng: &mut Rng) -> Vec<u8> {
+        let ws = |rng: &mut Rng| -> &'static str {
+            ["", "", "", " ", "\n", " \r\n\t "][rng.below(6) as usize]
+        };
+        let mut s = String::new();
+        s.push_str(ws(rng));
+        s.push('{');
+        if rng.below(3) == 0 {
+            s.push_str(r#""records_schema":["value","time","cu","simd","wave_id","flags"],"#);
+        }
+        if rng.below(4) == 0 {
+            s.push_str(r#""meta":{"a":[1,"]\"[",{"b":[]}]},"#);
+        }
+        s.push_str("\"records\"");
+        s.push_str(ws(rng));
+        s.push(':');
+        s.push_str(ws(rng));
+        s.push('[');
+        let rows = rng.below(40);
+        for r in 0..rows {
+            if r > 0 {
+                s.push_str(ws(rng));
+                s.push(',');
+            }
+            s.push_str(ws(rng));
+            s.push('[');
+            let cols = if rng.below(8) == 0 { 7 } else { 6 };
+            for c in 0..cols {
+                if c > 0 {
+                    s.push_str(ws(rng));
+                    s.push(',');
+                }
+                s.push_str(ws(rng));
+                let x = match rng.below(10) {
+                    0 => u64::MAX - rng.below(3),
+                    1 => rng.next(),
+                    2 => 0,
+                    _ => rng.below(100_000),
+                };
+                s.push_str(&x.to_string());
+                s.push_str(ws(rng));
+            }
+            s.push(']');
+        }
+        if rows > 0 && rng.below(10) == 0 {
+            s.push(',');
+        }
+        s.push_str(ws(rng));
+        s.push(']');
+        if rng.below(4) == 0 {
+            s.push_str(r#","tail":"x""#);
+        }
+        s.push('}');
+        s.into_bytes()
+    }
+
+    /// A few random edits: bytes that matter to the readers, and cuts.
+    fn mutate(rng: &mut Rng, mut d: Vec<u8>) -> Vec<u8> {
+        const ALPHABET: &[u8] = b"[],0123456789 \n-.e+x\"{}:";
+        for _ in 0..1 + rng.below(3) {
+            if d.is_empty() {
+                break;
+            }
+            let at = rng.below(d.len() as u64) as usize;
+            let c = ALPHABET[rng.below(ALPHABET.len() as u64) as usize];
+            match rng.below(4) {
+                0 => d[at] = c,
+                1 => d.insert(at, c),
+                2 => {
+                    d.remove(at);
+                }
+                _ => d.truncate(at),
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn streaming_matches_the_block_reader() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut faults = 0;
+        for case in 0..6000 {
+            let doc = document(&mut rng);
+            let doc = if case % 3 == 0 {
+                doc
+            } else {
+                mutate(&mut rng, doc)
+            };
+            for (block, trickle) in [
+                (1 << 20, 1 << 20),
+                (1, 1),
+                (3, 2),
+                (7, 5),
+                (16, 64),
+                (61, 7),
+            ] {
+                let want = outcome(&doc, block, trickle, true);
+                let got = outcome(&doc, block, trickle, false);
+                assert_eq!(
+                    got,
+                    want,
+                    "block {block} trickle {trickle}: {}",
+                    String::from_utf8_lossy(&doc)
+                );
+                faults += usize::from(want.1.is_err());
+            }
+        }
+        // The edits do reach the fault paths.
+        assert!(faults > 1000, "{faults}");
     }
 }
