@@ -47,17 +47,9 @@ fn funcmap_text(packed: bool) -> String {
     rows.join("\n")
 }
 
-fn elf(bytes: &[u8]) -> Vec<u8> {
-    use object::write::Object;
-    use object::{Architecture, BinaryFormat, Endianness, SectionKind};
-    let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
-    let id = obj.add_section(Vec::new(), b".sqtt_funcmap".to_vec(), SectionKind::Other);
-    obj.append_section_data(id, bytes, 1);
-    let mut elf = obj.write().expect("elf");
-    // object writes no AMDGPU ELF: mark it as one (e_machine EM_AMDGPU).
-    elf[18..20].copy_from_slice(&0xE0u16.to_le_bytes());
-    elf
-}
+#[path = "../tests/support/elf.rs"]
+mod elf;
+use elf::elf_with_funcmap as elf;
 
 struct WaveState {
     depth: u32,

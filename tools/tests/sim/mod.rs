@@ -11,6 +11,10 @@ use std::path::Path;
 
 use sqtt_markers::{Funcmap, MarkerEncoding};
 
+#[path = "../support/elf.rs"]
+mod elf;
+use elf::elf_with_funcmap;
+
 /// Where a code object's funcmap is stored.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Store {
@@ -258,18 +262,6 @@ struct Rec {
     simd: u32,
     wave: u32,
     flags: u32,
-}
-
-fn elf_with_funcmap(bytes: &[u8]) -> Vec<u8> {
-    use object::write::Object;
-    use object::{Architecture, BinaryFormat, Endianness, SectionKind};
-    let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
-    let id = obj.add_section(Vec::new(), b".sqtt_funcmap".to_vec(), SectionKind::Other);
-    obj.append_section_data(id, bytes, 1);
-    let mut elf = obj.write().expect("elf");
-    // object writes no AMDGPU ELF: mark it as one (e_machine EM_AMDGPU).
-    elf[18..20].copy_from_slice(&0xE0u16.to_le_bytes());
-    elf
 }
 
 impl Sim {
