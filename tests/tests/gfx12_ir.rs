@@ -2,8 +2,6 @@
 //! LLVM 18 lane, whose llc knows them): shader-clock packing of pass-made headers and bare
 //! exits, the `M:` row, the no-clock layout at bits=0, gfx12 barrier signal/wait placement.
 
-use std::process::Command;
-
 use sqtt_e2e::toolchain::*;
 
 const KERNEL: &str = r#"
@@ -35,17 +33,13 @@ attributes #0 = { "target-cpu"="CPU" }
 "#;
 
 fn opt(cpu: &str, env: &[(&str, &str)]) -> (bool, String, String) {
-    let dir = workdir();
-    let input = dir.path().join("in.ll");
-    std::fs::write(&input, KERNEL.replace("CPU", cpu)).unwrap();
-    let out = run(Command::new(llvm_tool("opt"))
-        .env("SQTT_SCOPE_CU", "-1")
-        .env("SQTT_MEM_BARRIER", "none")
-        .env("SQTT_INSTRUMENT_BARRIERS", "1")
-        .envs(env.iter().copied())
-        .arg(format!("-load-pass-plugin={}", plugin_path().display()))
-        .args(["-passes=sqtt", "-S"])
-        .arg(&input));
+    let mut all = vec![
+        ("SQTT_SCOPE_CU", "-1"),
+        ("SQTT_MEM_BARRIER", "none"),
+        ("SQTT_INSTRUMENT_BARRIERS", "1"),
+    ];
+    all.extend_from_slice(env);
+    let out = opt_sqtt(&KERNEL.replace("CPU", cpu), &all);
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -154,11 +148,7 @@ fn targets_without_a_shader_clock_ignore_the_setting() {
 
 #[test]
 fn a_payload_marker_meeting_packing_is_an_error() {
-    let dir = workdir();
-    let input = dir.path().join("in.ll");
-    std::fs::write(
-        &input,
-        r#"
+    let ir = r#"
 target triple = "amdgcn-amd-amdhsa"
 @.d = private unnamed_addr addrspace(4) constant [6 x i8] c"value\00"
 declare void @__sqtt_named_marker_data(ptr, i32)
@@ -167,14 +157,8 @@ define amdgpu_kernel void @k(i32 %v) #0 {
   ret void
 }
 attributes #0 = { "target-cpu"="gfx1201" }
-"#,
-    )
-    .unwrap();
-    let out = run(Command::new(llvm_tool("opt"))
-        .env("SQTT_SHADER_CLOCK_BITS", "12")
-        .arg(format!("-load-pass-plugin={}", plugin_path().display()))
-        .args(["-passes=sqtt", "-S"])
-        .arg(&input));
+"#;
+    let out = opt_sqtt(ir, &[("SQTT_SHADER_CLOCK_BITS", "12")]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
