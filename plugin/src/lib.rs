@@ -99,14 +99,6 @@ pub(crate) enum Phase {
     LinkLate = 2,
 }
 
-impl Phase {
-    pub(crate) fn from_u32(v: u32) -> Option<Phase> {
-        [Phase::Early, Phase::Late, Phase::LinkLate]
-            .into_iter()
-            .find(|p| *p as u32 == v)
-    }
-}
-
 /// Runs one phase on a module (a module pass: module passes run even for `optnone` functions
 /// at -O0). Returns whether the module changed.
 ///

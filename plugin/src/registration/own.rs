@@ -78,9 +78,9 @@ unsafe extern "C" fn sqtt_plugin_phase_named(name: *const c_char, len: usize) ->
 #[no_mangle]
 unsafe extern "C" fn sqtt_plugin_run_phase(module: LLVMModuleRef, phase: c_uint) -> bool {
     // A panic must not unwind into LLVM's C++ frames.
-    std::panic::catch_unwind(|| match Phase::from_u32(phase) {
-        Some(p) => run_phase(module, p),
-        None => false,
-    })
+    let phase = [Phase::Early, Phase::Late, Phase::LinkLate]
+        .into_iter()
+        .find(|p| *p as c_uint == phase);
+    std::panic::catch_unwind(|| phase.is_some_and(|p| run_phase(module, p)))
     .unwrap_or_else(|_| std::process::abort())
 }
