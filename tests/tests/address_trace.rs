@@ -275,7 +275,7 @@ fn addresses_and_memory_markers_do_not_mix() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(
-            "SQTT_TRACE_ADDRESSES=memory and SQTT_INSTRUMENT_MEMORY=1:0 cannot be combined"
+            "SQTT_TRACE_ADDRESSES=memory and SQTT_INSTRUMENT_MEMORY=1:0 are mutually exclusive"
         ),
         "{err}"
     );

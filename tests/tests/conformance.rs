@@ -294,7 +294,7 @@ fn cases() -> Vec<Case> {
             env: &[("SQTT_TRACE_ADDRESSES", "memory"), ("SQTT_INSTRUMENT_MEMORY", "2:5")],
             arches: &["gfx90a"],
             opts: &["-O3"],
-            expect: &[Expect::Error("SQTT_TRACE_ADDRESSES=memory and SQTT_INSTRUMENT_MEMORY=2:5 cannot be combined")],
+            expect: &[Expect::Error("SQTT_TRACE_ADDRESSES=memory and SQTT_INSTRUMENT_MEMORY=2:5 are mutually exclusive")],
         },
         Case {
             name: "a bad threshold is an error naming the variable",
