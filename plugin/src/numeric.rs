@@ -2,7 +2,7 @@
 //! plugin; with it they get the same treatment as named ones: the SQTT_MEM_BARRIER boundary,
 //! the scope check, and `s_ttracedata_imm` for small constant values on gfx10+.
 
-use crate::emit::{Emitter, Record, M0_TRACE_ASM};
+use crate::emit::{Emitter, Record, HEADER_M0_TRACE_ASM};
 use crate::llvm::{Module, Value};
 use crate::named::{place_marker, target_of};
 use crate::scope::ScopeChecks;
@@ -27,7 +27,7 @@ pub fn wrap_numeric_markers(
             .into_iter()
             .flat_map(|b| b.instructions())
             .filter(|i| {
-                i.called_inline_asm().as_deref() == Some(M0_TRACE_ASM)
+                i.called_inline_asm().as_deref() == Some(HEADER_M0_TRACE_ASM)
                     && !emitter.is_plugin_marker(*i)
             })
             .collect();

@@ -147,15 +147,14 @@ fn cases() -> Vec<Case> {
             ],
         },
         Case {
-            name: "gfx9 at -O0: the value may reach M0 through an SGPR, the hazard nop stays",
+            name: "gfx9 at -O0: the M0 sequence is one unit, the constant an immediate",
             source: ONE_SCOPE,
             env: NO_SCOPE,
             arches: &["gfx90a", "gfx940"],
             opts: &["-O0"],
             expect: &[
-                Expect::Seq("_Z1kPi", &["s_mov_b32 s*, 6", "s_mov_b32 m0, s*", "s_nop 0", "s_ttracedata"]),
-                // LLVM 16+ route the exit's constant through an SGPR too.
-                Expect::Seq("_Z1kPi", &["s_mov_b32 m0, *", "s_nop 0", "s_ttracedata"]),
+                Expect::Seq("_Z1kPi", &["s_mov_b32 m0, 6", "s_nop 0", "s_ttracedata"]),
+                Expect::Seq("_Z1kPi", &["s_mov_b32 m0, 1", "s_nop 0", "s_ttracedata"]),
                 Expect::Count("_Z1kPi", "s_ttracedata", 2),
                 Expect::Count("_Z1kPi", "s_ttracedata_imm*", 0),
             ],
@@ -220,7 +219,7 @@ fn cases() -> Vec<Case> {
             opts: &["-O0"],
             expect: &[
                 Expect::Funcmap("K:_Z1kPi\nP:1:barrier_signal\nP:2:barrier_wait\nP:3:barrier"),
-                Expect::Seq("_ZL20__work_group_barrierj14__memory_scope", &["s_mov_b32 m0, s*", "s_nop 0", "s_ttracedata", "*", "s_barrier"]),
+                Expect::Seq("_ZL20__work_group_barrierj14__memory_scope", &["s_mov_b32 m0, 12", "s_nop 0", "s_ttracedata", "*", "s_barrier"]),
             ],
         },
         Case {
