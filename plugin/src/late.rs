@@ -21,7 +21,7 @@ use crate::funcmap_emit;
 use crate::ledger::{self, EarlyKind, FinalIds, Role};
 use crate::llvm::{Module, Value};
 use crate::memory::{self, MemoryIds};
-use crate::named::{self, place_marker, target_of};
+use crate::named::{self, place_marker, target_of, At};
 use crate::numeric;
 use crate::scope::ScopeChecks;
 use crate::size::{above, function_size};
@@ -29,15 +29,25 @@ use crate::size::{above, function_size};
 /// A marker to place before an instruction.
 pub struct Placement {
     pub function: Value,
-    pub at: Value,
+    pub at: At,
     pub records: Vec<Record>,
 }
 
 impl Placement {
+    /// A marker right before `at`, which stays.
     pub fn new(function: Value, at: Value, records: Vec<Record>) -> Placement {
         Placement {
             function,
-            at,
+            at: At::Before(at),
+            records,
+        }
+    }
+
+    /// A marker in the place of `at`, which is erased once every marker is placed.
+    pub fn replacing(function: Value, at: Value, records: Vec<Record>) -> Placement {
+        Placement {
+            function,
+            at: At::Replacing(at),
             records,
         }
     }
@@ -168,7 +178,7 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
             // A data marker: its payload follows the header.
             records.push(Record::Dynamic(mk.inst.arg(0)));
         }
-        placements.push(Placement::new(mk.function, mk.inst, records));
+        placements.push(Placement::replacing(mk.function, mk.inst, records));
     }
     for f in m.functions() {
         if f.is_declaration() {

@@ -101,12 +101,17 @@ pub fn is_transparent_pub(i: Value) -> bool {
 pub fn next_real_instruction(i: Value) -> Option<Value> {
     let mut cur = i.next();
     while let Some(n) = cur {
-        if !is_transparent(n) || n.is_call() && !is_debug_call(n) {
+        if is_real(n) {
             return Some(n);
         }
         cur = n.next();
     }
     None
+}
+
+/// Not transparent, or a call other than a debug intrinsic.
+fn is_real(i: Value) -> bool {
+    !is_transparent(i) || i.is_call() && !is_debug_call(i)
 }
 
 fn is_debug_call(i: Value) -> bool {
@@ -271,7 +276,7 @@ pub fn resolve(
                     };
                     (rec, c.inst, vec![c.inst])
                 };
-                place_marker(m, emitter, scopes, f, &target, at, &records);
+                place_marker(m, emitter, scopes, f, &target, At::Replacing(at), &records);
                 for e in erase {
                     e.erase();
                 }
@@ -281,7 +286,32 @@ pub fn resolve(
     Ok(())
 }
 
-/// Emits a marker before `at`, behind the function's scope check when filtering is on. A marker
+/// Where a marker goes: before an instruction that stays, or in the place of one the caller
+/// erases afterwards (a sentinel call, a bare early marker, a markers.hpp record).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum At {
+    Before(Value),
+    Replacing(Value),
+}
+
+impl At {
+    pub fn inst(self) -> Value {
+        match self {
+            At::Before(v) | At::Replacing(v) => v,
+        }
+    }
+
+    /// The first real instruction that will follow the marker.
+    fn following(self) -> Option<Value> {
+        match self {
+            At::Replacing(v) => next_real_instruction(v),
+            At::Before(v) if is_real(v) => Some(v),
+            At::Before(v) => next_real_instruction(v),
+        }
+    }
+}
+
+/// Emits a marker at `at`, behind the function's scope check when filtering is on. A marker
 /// right before a workgroup sync gets one sched_barrier at the head of the skip block so that the
 /// sync stays the first instruction after it.
 pub fn place_marker(
@@ -290,13 +320,14 @@ pub fn place_marker(
     scopes: &mut ScopeChecks,
     f: Value,
     target: &Target,
-    at: Value,
+    at: At,
     records: &[Record],
 ) {
+    let sync_follows = at.following().is_some_and(is_workgroup_sync);
+    let at = at.inst();
     let loc = at.debug_loc();
     match scopes.in_scope(m, f, target) {
         Some(in_scope) => {
-            let sync_follows = next_real_instruction(at).is_some_and(is_workgroup_sync);
             let (b, skip_head) = guard_before(m, at, in_scope);
             b.set_debug_loc(loc);
             emitter.marker(&b, target, records, true);
