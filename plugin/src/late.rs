@@ -85,8 +85,13 @@ fn early_markers(m: Module) -> Vec<EarlyMarker> {
 
 pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
     if !ledger::has_early_ledger(m) {
-        early::run(m, settings);
+        // Only the late phase runs (-O0): functions are instrumented here, named markers below,
+        // after the barrier and memory IDs.
+        early::run_with(m, settings, early::NamedMarkers::LeaveToLate);
     }
+    // Named markers the early step left (data markers; at -O0 all of them), read before any
+    // marker placement splits their blocks; numbered after the system IDs below.
+    let named_calls = named::collect_module(m)?;
     let entries = ledger::read_early(m);
     m.erase_named_md(ledger::EARLY_LEDGER_MD);
     let mut markers = early_markers(m);
@@ -212,7 +217,7 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
         mk.inst.erase();
     }
     numeric::wrap_numeric_markers(m, &emitter, &mut scopes)?;
-    named::resolve(m, &emitter, &mut ids, &mut scopes)?;
+    named::resolve(&emitter, &mut ids, &mut scopes, named_calls)?;
     if settings.trace_addresses.is_on() {
         let mut functions = Vec::new();
         for f in m.functions() {

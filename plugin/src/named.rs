@@ -206,21 +206,34 @@ pub fn adjacent(first: Value, second: Value) -> bool {
     false
 }
 
-/// Replaces every sentinel call of the module. Returns an error message for the user.
-pub fn resolve(
-    m: Module,
-    emitter: &Emitter,
-    ledger: &mut FinalIds,
-    scopes: &mut ScopeChecks,
-) -> Result<(), String> {
+/// The sentinel calls of a module with their names, per function and block, read before any
+/// marker is placed: at -O0 a name reaches its sentinel through an alloca store and load, which a
+/// scope-check split of the block in between would hide from [`resolve_name`].
+pub struct Collected(Vec<(Value, Vec<Vec<Call>>)>);
+
+pub fn collect_module(m: Module) -> Result<Collected, String> {
+    let mut out = Vec::new();
     for f in m.functions() {
         if f.is_declaration() {
             continue;
         }
         let blocks = collect(m, f)?;
-        if blocks.is_empty() {
-            continue;
+        if !blocks.is_empty() {
+            out.push((f, blocks));
         }
+    }
+    Ok(Collected(out))
+}
+
+/// Replaces every collected sentinel call. Returns an error message for the user.
+pub fn resolve(
+    emitter: &Emitter,
+    ledger: &mut FinalIds,
+    scopes: &mut ScopeChecks,
+    collected: Collected,
+) -> Result<(), String> {
+    let m = emitter.module;
+    for (f, blocks) in collected.0 {
         let target = target_of(f)?;
         for calls in blocks {
             let mut i = 0;

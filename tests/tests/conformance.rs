@@ -279,12 +279,32 @@ fn cases() -> Vec<Case> {
                 ("SQTT_SCOPE_SIMD", "0x1"),
             ],
             arches: &["gfx90a", "gfx1030", "gfx1100", "gfx940"],
-            opts: &["-O0", "-O3"],
+            opts: &["-O3"],
             expect: &[
                 Expect::Row(":_Z4bodyPfi"),
                 Expect::Row("R:"),
+                // Names resolved by the early phase are compacted with the functions, ahead of
+                // the system IDs.
                 Expect::IdOrder(&["U:load", "U:wait", "P:compute", "P:value", "P:barrier_signal", "P:barrier_wait", "P:barrier", "P:vmem_load", "P:vmem_store"]),
                 Expect::IdOrder(&["F:_Z4bodyPfi", "P:barrier_signal"]),
+            ],
+        },
+        Case {
+            name: "everything together at -O0: only the late phase runs, so names follow the system IDs",
+            source: EVERYTHING,
+            env: &[
+                ("SQTT_INSTRUMENT_FUNCTIONS", "cost:50"),
+                ("SQTT_INSTRUMENT_BARRIERS", "1"),
+                ("SQTT_INSTRUMENT_MEMORY", "2:5"),
+                ("SQTT_SCOPE_CU", "0x1"),
+                ("SQTT_SCOPE_SIMD", "0x1"),
+            ],
+            arches: &["gfx90a", "gfx1030", "gfx1100", "gfx940"],
+            opts: &["-O0"],
+            expect: &[
+                Expect::Row(":_Z4bodyPfi"),
+                Expect::Row("R:"),
+                Expect::IdOrder(&["F:_Z4bodyPfi", "P:barrier_signal", "P:barrier_wait", "P:barrier", "P:vmem_load", "P:vmem_store", "U:load", "U:wait", "P:compute", "P:value"]),
             ],
         },
         Case {
