@@ -59,10 +59,12 @@ lane_marker_trace() {
     }
     /^[ \t]*;/ { next }
     { dst = $2; sub(/,$/, "", dst); src = $3 }
-    $1 == "s_mov_b32" && dst == "m0" { m0 = (src in reg) ? reg[src] : (src ~ /^(0x|-)?[0-9]/ ? norm(src) : "?"); prev_nop = 0; next }
-    $1 == "v_readfirstlane_b32" && dst == "m0" { m0 = "dyn"; prev_nop = 0; next }
-    $1 == "s_ttracedata_imm" { printf "imm:0x%x ", norm($2); prev_nop = 0; next }
-    $1 == "s_ttracedata" { printf "m0:%s%s ", (m0 == "" ? "?" : m0), (prev_nop ? "+nop" : ""); prev_nop = 0; next }
+    # "+nop": the record is the whole unit, `s_mov_b32 m0, <v>` / `s_nop N` / `s_ttracedata`
+    # with nothing in between (asm comment lines aside).
+    $1 == "s_mov_b32" && dst == "m0" { m0 = (src in reg) ? reg[src] : (src ~ /^(0x|-)?[0-9]/ ? norm(src) : "?"); st = 1; next }
+    $1 == "v_readfirstlane_b32" && dst == "m0" { m0 = "dyn"; st = 0; next }
+    $1 == "s_ttracedata_imm" { printf "imm:0x%x ", norm($2); st = 0; next }
+    $1 == "s_ttracedata" { printf "m0:%s%s ", (m0 == "" ? "?" : m0), (st == 2 ? "+nop" : ""); st = 0; next }
     NF > 0 && $1 !~ /^\./ && $1 !~ /:$/ {
       # Track scalar registers that later feed M0 (unoptimised code goes through one).
       if (dst ~ /^s[0-9]+$/) {
@@ -70,7 +72,7 @@ lane_marker_trace() {
         else if ($1 == "v_readfirstlane_b32") reg[dst] = "dyn"
         else delete reg[dst]
       }
-      prev_nop = ($1 == "s_nop" && $2 == "0")
+      st = ($1 == "s_nop" && st == 1) ? 2 : 0
     }
     END { print "" }
   ' "$1" | sed 's/ *$//'

@@ -210,7 +210,7 @@ lane_feature_cases feature_compile "$LLVM_BIN/llvm-objcopy" "${ARCHES[@]}"
 
 # --- 7. IR fixtures through opt-16 / llc-16 ----------------------------------------------------
 IR_OPT=$LLVM_BIN/opt IR_LLC=$LLVM_BIN/llc IR_OBJCOPY=$LLVM_BIN/llvm-objcopy
-IR_OBJDUMP=$LLVM_BIN/llvm-objdump FIXTURES=$REPO/tests/fixtures/ir
+IR_OBJDUMP=$LLVM_BIN/llvm-objdump FIXTURES=$REPO/tests/fixtures/ir IR_LLVM_MAJOR=16
 # shellcheck source=ci/ir-cases.sh
 source "$REPO/ci/ir-cases.sh"
 ir_cases "${ARCHES[@]}"

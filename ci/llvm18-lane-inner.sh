@@ -97,7 +97,7 @@ rm -rf "$WORK"
 mkdir -p "$WORK"
 cd "$WORK"
 
-IR_OPT=opt IR_LLC=llc IR_OBJCOPY=llvm-objcopy IR_OBJDUMP=llvm-objdump
+IR_OPT=opt IR_LLC=llc IR_OBJCOPY=llvm-objcopy IR_OBJDUMP=llvm-objdump IR_LLVM_MAJOR=18
 # shellcheck source=ci/ir-cases.sh
 source "$REPO/ci/ir-cases.sh"
 ir_cases "${ARCHES[@]}"

@@ -267,6 +267,13 @@ pub enum ConfigError {
     Unreadable { path: PathBuf, reason: String },
     #[error("{path} is not valid TOML: {reason}", path = .path.display())]
     Syntax { path: PathBuf, reason: String },
+    /// Two settings of which at most one may be on (the spec's words: "mutually exclusive").
+    #[error("{first} and {second} are mutually exclusive: {why}")]
+    MutuallyExclusive {
+        first: String,
+        second: String,
+        why: &'static str,
+    },
     #[error("{first} and {second} cannot be combined: {why}")]
     Conflict {
         first: String,
@@ -348,7 +355,7 @@ impl Settings {
     /// Checks that the settings can be used together.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let (true, Some(memory)) = (self.trace_addresses.is_on(), self.instrument_memory) {
-            return Err(ConfigError::Conflict {
+            return Err(ConfigError::MutuallyExclusive {
                 first: format!("{}={}", var::TRACE_ADDRESSES, self.trace_addresses),
                 second: format!("{}={memory}", var::INSTRUMENT_MEMORY),
                 why: "address tracing already emits a marker for every memory operation; \

@@ -119,6 +119,11 @@ fn conflicts_are_errors() {
     let msg = err.to_string();
     assert!(msg.contains("SQTT_TRACE_ADDRESSES=memory"), "{msg}");
     assert!(msg.contains("SQTT_INSTRUMENT_MEMORY=2:5"), "{msg}");
+    assert!(msg.contains("mutually exclusive"), "{msg}");
+    assert!(
+        matches!(err, ConfigError::MutuallyExclusive { .. }),
+        "{err:?}"
+    );
 
     let err = Settings::from_env(env(&[
         ("SQTT_TRACE_ADDRESSES", "lds"),

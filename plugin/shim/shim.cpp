@@ -5,10 +5,12 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/IR/Metadata.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 #include "llvm-c/Core.h"
+#include "llvm/Config/llvm-config.h"
 
 using namespace llvm;
 
@@ -31,6 +33,23 @@ LLVMValueRef sqtt_shim_build_scoped_fence(LLVMBuilderRef B, const char *Scope) {
   LLVMContext &Ctx = Builder->getContext();
   SyncScope::ID SSID = Ctx.getOrInsertSyncScopeID(Scope);
   return wrap(Builder->CreateFence(AtomicOrdering::AcquireRelease, SSID));
+}
+
+// Tags an instruction `!mmra !{!"<Key>", !"<Value>"}` (memory model relaxation annotation).
+// MMRA exists from LLVM 19; on older LLVMs nothing is attached and 0 is returned.
+unsigned sqtt_shim_set_mmra(LLVMValueRef Inst, const char *Key, const char *Value) {
+#if LLVM_VERSION_MAJOR >= 19
+  Instruction *I = cast<Instruction>(unwrap(Inst));
+  LLVMContext &Ctx = I->getContext();
+  Metadata *Tag[] = {MDString::get(Ctx, Key), MDString::get(Ctx, Value)};
+  I->setMetadata(LLVMContext::MD_mmra, MDNode::get(Ctx, Tag));
+  return 1;
+#else
+  (void)Inst;
+  (void)Key;
+  (void)Value;
+  return 0;
+#endif
 }
 
 // Splits a block before an instruction; the new block (returned) starts at the instruction.

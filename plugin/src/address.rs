@@ -247,7 +247,7 @@ fn emit_block(
     }
     emitter.boundary(&b, target);
     emitter.record(&b, target, Record::Const(encoding::point(id)));
-    emitter.exec_records(&b);
+    emitter.exec_records(&b, target);
 
     let i32t = m.i32();
     // Values computed before the loops: lane words as i32 halves, fixed words made uniform.
@@ -332,7 +332,7 @@ fn lane_loop(
     let readlane = m.declare(compat::READLANE_I32, rl_ty);
     for v in std::iter::once(lo).chain(hi) {
         let word = lb.call(rl_ty, readlane, &[v, lane]);
-        emitter.m0_record_raw(&lb, word);
+        emitter.m0_record_raw(&lb, target, word);
     }
     let next = lb.add(lane, m.const_i32(1));
     lane.add_incoming(next, body);

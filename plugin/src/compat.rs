@@ -46,6 +46,43 @@ pub const READLANE_I32: &str = if LLVM_MAJOR >= 19 {
 /// `llvm.amdgcn.s.getreg`.
 pub const S_GETREG: &str = "llvm.amdgcn.s.getreg";
 
-/// Sync scope of the marker fence. With MMRA (LLVM 19+) this would be "workgroup" restricted to
-/// LDS; before that, a wavefront fence keeps the IR ordering without machine code.
-pub const MARKER_FENCE_SCOPE: &str = "wavefront";
+/// How the `SQTT_MEM_BARRIER=fence` boundary around a marker is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerFence {
+    /// The spec's form: `fence syncscope("workgroup") acq_rel` tagged
+    /// `!mmra !{!"amdgpu-synchronize-as", !"local"}` ([`MMRA_SYNCHRONIZE_AS`]), so codegen orders
+    /// (and waits for) LDS only.
+    WorkgroupLocalMmra,
+    /// Before MMRA (LLVM < 19) a workgroup fence would also wait for global memory and, on gfx10+
+    /// in WGP mode, invalidate the L0 cache at every marker. Instead: a wavefront fence (ordering
+    /// in IR, no machine code) plus an explicit LDS wait in an `asm sideeffect`, which the machine
+    /// scheduler cannot move across.
+    WavefrontAndLdsWait,
+}
+
+/// The MMRA key that restricts a fence to some address spaces (`!{!"<key>", !"local"}`). LLVM 19
+/// reads it as `amdgpu-as` and ignores the later spelling (measured with llc-19: the spec's key
+/// leaves a `buffer_gl0_inv` per marker fence on gfx1030, `amdgpu-as` none); LLVM 22 reads
+/// `amdgpu-synchronize-as`, the spec's. The rename is taken to be in LLVM 20, which is not
+/// installed here (nor 21): unverified for those two.
+pub const MMRA_SYNCHRONIZE_AS: &str = if LLVM_MAJOR >= 20 {
+    "amdgpu-synchronize-as"
+} else {
+    "amdgpu-as"
+};
+
+/// The marker fence of the LLVM being built for: MMRA metadata exists from LLVM 19.
+pub const MARKER_FENCE: MarkerFence = if LLVM_MAJOR >= 19 {
+    MarkerFence::WorkgroupLocalMmra
+} else {
+    MarkerFence::WavefrontAndLdsWait
+};
+
+/// `llvm.amdgcn.s.ttracedata.imm(i16)`, where LLVM has it (19+); older LLVMs get the same
+/// instruction from inline asm. (The M0 form `llvm.amdgcn.s.ttracedata` exists from 19 too, but is
+/// never used: see `emit.rs`, the M0 sequence.)
+pub const TTRACEDATA_IMM_INTRINSIC: Option<&str> = if LLVM_MAJOR >= 19 {
+    Some("llvm.amdgcn.s.ttracedata.imm")
+} else {
+    None
+};

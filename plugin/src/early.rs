@@ -337,7 +337,23 @@ fn instrument_function(m: Module, ledger: &mut EarlyLedger, settings: &Settings,
     }
 }
 
+/// Whether the early step resolves the named markers whose names are known, or leaves them to
+/// the late phase.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum NamedMarkers {
+    /// The early phase proper (before the inliner): resolved names are compacted with the
+    /// function IDs, ahead of the barrier and memory IDs.
+    Resolve,
+    /// Only the late phase runs (-O0, `opt -passes=sqtt`): the names are resolved late, and so
+    /// numbered after the barrier and memory IDs (spec: ID allocation order, item 4).
+    LeaveToLate,
+}
+
 pub fn run(m: Module, settings: &Settings) {
+    run_with(m, settings, NamedMarkers::Resolve)
+}
+
+pub fn run_with(m: Module, settings: &Settings, named: NamedMarkers) {
     let mut ledger = EarlyLedger::new(m);
     inline_marker_wrappers(m);
     // Functions first: their markers go in before named markers are resolved, so that an entry
@@ -349,9 +365,11 @@ pub fn run(m: Module, settings: &Settings) {
             }
         }
     }
-    for f in m.functions() {
-        if !f.is_declaration() {
-            resolve_named(m, &mut ledger, settings, f);
+    if named == NamedMarkers::Resolve {
+        for f in m.functions() {
+            if !f.is_declaration() {
+                resolve_named(m, &mut ledger, settings, f);
+            }
         }
     }
     ledger.write(m);

@@ -1,22 +1,45 @@
 //! IR-building helpers: one marker sequence (reorder boundaries around `s_ttracedata`).
 //!
-//! LLVM 15-18 have no `llvm.amdgcn.s.ttracedata` intrinsics usable here, so markers are inline
-//! asm: `s_ttracedata_imm <v>` for small values on gfx10+, otherwise the value goes through M0
-//! (`{m0}` input: the compiler writes `s_mov_b32 m0, v`) followed by `s_nop 0` (the gfx9 SALU
-//! M0-write hazard, which the compiler cannot see through asm) and `s_ttracedata`.
+//! A record is `s_ttracedata_imm <v>` for small values on gfx10+ (the
+//! `llvm.amdgcn.s.ttracedata.imm` intrinsic where LLVM has it, inline asm before LLVM 19), or
+//! else goes through M0 as one unit, on every target and every LLVM:
+//!
+//! ```text
+//!   s_mov_b32 m0, <value>      ; an immediate, or an SGPR holding a wave-uniform value
+//!   s_nop N                    ; Target::m0_trace_nop: 0, or 3 on gfx12
+//!   s_ttracedata
+//! ```
+//!
+//! The three instructions are one `asm sideeffect` with M0 as its output and the value as an `i`
+//! or `s` input. The `llvm.amdgcn.s.ttracedata` intrinsic (LLVM 19+) is not used for this: the
+//! backend writes M0 wherever it likes (`s_movk_i32 m0` or `s_add_i32 m0, ...` several
+//! instructions earlier, a `v_readfirstlane_b32` or an `s_ttracedata_imm` in between) and relies
+//! on its hazard recognizer for the gfx9 wait, so the sequence would not be one unit; llc-22 shows
+//! all of this on gfx90a, gfx1030, gfx1100 and gfx1200. Nor is an M0 input constraint used (what
+//! LLVM < 19 had before): the compiler then writes M0 with `v_readfirstlane_b32 m0` or puts
+//! `s_waitcnt` between the write and the nop.
 
 use sqtt_config::{MemBarrier, Settings};
 use sqtt_markers::encoding::fits_imm;
 
-use crate::compat;
+use crate::compat::{self, MarkerFence};
 use crate::llvm::{Builder, Module, Value};
 use crate::target::Target;
 
 /// Metadata kind that tags every marker the plugin creates.
 pub const MARKER_MD: &str = "sqtt.marker";
 
-/// Asm text of an M0-based trace record (used by markers.hpp as well).
-pub const M0_TRACE_ASM: &str = "s_nop 0\n\ts_ttracedata";
+/// Asm text of markers.hpp's numeric records (`{m0}` input): what the pass recognises and
+/// replaces. The pass's own M0 records are [`m0_trace_asm`].
+pub const HEADER_M0_TRACE_ASM: &str = "s_nop 0\n\ts_ttracedata";
+
+/// Asm text of one M0 record: `$1` is the value (an immediate or an SGPR), M0 is the output.
+pub fn m0_trace_asm(target: &Target) -> String {
+    format!(
+        "s_mov_b32 m0, $1\n\ts_nop {}\n\ts_ttracedata",
+        target.m0_trace_nop()
+    )
+}
 
 /// One record of a marker sequence.
 #[derive(Clone, Copy)]
@@ -73,19 +96,18 @@ impl<'s> Emitter<'s> {
                 let asm = m.inline_asm(ty, "", "~{memory}");
                 self.tag(b.call(ty, asm, &[]));
             }
-            MemBarrier::Fence => {
-                // The spec's fence is `syncscope("workgroup") acq_rel` tagged with the MMRA
-                // `amdgpu-synchronize-as: local`, so codegen only waits for LDS. LLVM < 19 has
-                // no MMRA: a plain workgroup fence would wait for global memory and, on gfx10+ in
-                // WGP mode, invalidate the L0 cache at every marker. The same effect without
-                // that cost: an IR fence the optimisers respect (wavefront scope emits no code)
-                // and an explicit LDS wait, an asm with side effects that the machine scheduler
-                // cannot move across.
-                self.tag(b.scoped_fence(compat::MARKER_FENCE_SCOPE));
-                let ty = m.fn_type(m.void(), &[]);
-                let asm = m.inline_asm(ty, target.lds_wait_asm(), "~{memory}");
-                self.tag(b.call(ty, asm, &[]));
-            }
+            MemBarrier::Fence => match compat::MARKER_FENCE {
+                MarkerFence::WorkgroupLocalMmra => {
+                    let fence = self.tag(b.scoped_fence("workgroup"));
+                    fence.set_mmra(compat::MMRA_SYNCHRONIZE_AS, "local");
+                }
+                MarkerFence::WavefrontAndLdsWait => {
+                    self.tag(b.scoped_fence("wavefront"));
+                    let ty = m.fn_type(m.void(), &[]);
+                    let asm = m.inline_asm(ty, target.lds_wait_asm(), "~{memory}");
+                    self.tag(b.call(ty, asm, &[]));
+                }
+            },
         }
     }
 
@@ -95,16 +117,26 @@ impl<'s> Emitter<'s> {
         match rec {
             Record::Const(v) if self.packing(target) => {
                 let packed = self.packed_header(b, target, v);
-                self.m0_record(b, packed)
+                self.m0_record(b, target, packed)
             }
             Record::Const(v) | Record::UserValue(v)
                 if fits_imm(v) && target.has_ttracedata_imm() && !self.packing(target) =>
             {
-                let ty = m.fn_type(m.void(), &[]);
-                let asm = m.inline_asm(ty, &format!("s_ttracedata_imm 0x{v:x}"), "");
-                self.tag(b.call(ty, asm, &[]))
+                match compat::TTRACEDATA_IMM_INTRINSIC {
+                    Some(name) => {
+                        let ty = m.fn_type(m.void(), &[m.i16()]);
+                        let f = m.declare(name, ty);
+                        let imm = crate::llvm::const_int(m.i16(), u64::from(v));
+                        self.tag(b.call(ty, f, &[imm]))
+                    }
+                    None => {
+                        let ty = m.fn_type(m.void(), &[]);
+                        let asm = m.inline_asm(ty, &format!("s_ttracedata_imm 0x{v:x}"), "");
+                        self.tag(b.call(ty, asm, &[]))
+                    }
+                }
             }
-            Record::Const(v) | Record::UserValue(v) => self.m0_record(b, m.const_i32(v)),
+            Record::Const(v) | Record::UserValue(v) => self.m0_record(b, target, m.const_i32(v)),
             Record::Dynamic(v) => {
                 let i32t = m.i32();
                 let v = if v.type_of() == i32t {
@@ -115,33 +147,44 @@ impl<'s> Emitter<'s> {
                 let rfl_ty = m.fn_type(i32t, &[i32t]);
                 let rfl = m.declare(crate::compat::READFIRSTLANE_I32, rfl_ty);
                 let uniform = b.call(rfl_ty, rfl, &[v]);
-                self.m0_record(b, uniform)
+                self.m0_record(b, target, uniform)
             }
         }
     }
 
     /// The EXEC mask, low then high word, through M0 (`s_mov_b32 m0, exec_lo` ...). M0 is the
     /// asm's output so the compiler knows it is overwritten.
-    pub fn exec_records(&self, b: &Builder) -> Value {
+    pub fn exec_records(&self, b: &Builder, target: &Target) -> Value {
         let m = self.module;
         let ty = m.fn_type(m.i32(), &[]);
+        let n = target.m0_trace_nop();
         let asm = m.inline_asm(
             ty,
-            "s_mov_b32 m0, exec_lo\n\ts_nop 0\n\ts_ttracedata\n\ts_mov_b32 m0, exec_hi\n\ts_nop 0\n\ts_ttracedata",
+            &format!(
+                "s_mov_b32 m0, exec_lo\n\ts_nop {n}\n\ts_ttracedata\n\t\
+                 s_mov_b32 m0, exec_hi\n\ts_nop {n}\n\ts_ttracedata"
+            ),
             "={m0}",
         );
         self.tag(b.call(ty, asm, &[]))
     }
 
     /// A record of a value already uniform (a readlane result).
-    pub fn m0_record_raw(&self, b: &Builder, value: Value) -> Value {
-        self.m0_record(b, value)
+    pub fn m0_record_raw(&self, b: &Builder, target: &Target, value: Value) -> Value {
+        self.m0_record(b, target, value)
     }
 
-    fn m0_record(&self, b: &Builder, value: Value) -> Value {
+    /// One M0 record as a single asm ([`m0_trace_asm`]): a constant is an immediate operand
+    /// (`s_mov_b32 m0, 20`), anything else must already be wave-uniform and is passed in an SGPR.
+    fn m0_record(&self, b: &Builder, target: &Target, value: Value) -> Value {
         let m = self.module;
-        let ty = m.fn_type(m.void(), &[m.i32()]);
-        let asm = m.inline_asm(ty, M0_TRACE_ASM, "{m0}");
+        let ty = m.fn_type(m.i32(), &[m.i32()]);
+        let constraints = if value.const_int_value().is_some() {
+            "={m0},i"
+        } else {
+            "={m0},s"
+        };
+        let asm = m.inline_asm(ty, &m0_trace_asm(target), constraints);
         self.tag(b.call(ty, asm, &[value]))
     }
 

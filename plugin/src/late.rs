@@ -21,7 +21,7 @@ use crate::funcmap_emit;
 use crate::ledger::{self, EarlyKind, FinalIds, Role};
 use crate::llvm::{Module, Value};
 use crate::memory::{self, MemoryIds};
-use crate::named::{self, place_marker, target_of};
+use crate::named::{self, place_marker, target_of, At};
 use crate::numeric;
 use crate::scope::ScopeChecks;
 use crate::size::{above, function_size};
@@ -29,15 +29,25 @@ use crate::size::{above, function_size};
 /// A marker to place before an instruction.
 pub struct Placement {
     pub function: Value,
-    pub at: Value,
+    pub at: At,
     pub records: Vec<Record>,
 }
 
 impl Placement {
+    /// A marker right before `at`, which stays.
     pub fn new(function: Value, at: Value, records: Vec<Record>) -> Placement {
         Placement {
             function,
-            at,
+            at: At::Before(at),
+            records,
+        }
+    }
+
+    /// A marker in the place of `at`, which is erased once every marker is placed.
+    pub fn replacing(function: Value, at: Value, records: Vec<Record>) -> Placement {
+        Placement {
+            function,
+            at: At::Replacing(at),
             records,
         }
     }
@@ -75,8 +85,13 @@ fn early_markers(m: Module) -> Vec<EarlyMarker> {
 
 pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
     if !ledger::has_early_ledger(m) {
-        early::run(m, settings);
+        // Only the late phase runs (-O0): functions are instrumented here, named markers below,
+        // after the barrier and memory IDs.
+        early::run_with(m, settings, early::NamedMarkers::LeaveToLate);
     }
+    // Named markers the early step left (data markers; at -O0 all of them), read before any
+    // marker placement splits their blocks; numbered after the system IDs below.
+    let named_calls = named::collect_module(m)?;
     let entries = ledger::read_early(m);
     m.erase_named_md(ledger::EARLY_LEDGER_MD);
     let mut markers = early_markers(m);
@@ -168,7 +183,7 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
             // A data marker: its payload follows the header.
             records.push(Record::Dynamic(mk.inst.arg(0)));
         }
-        placements.push(Placement::new(mk.function, mk.inst, records));
+        placements.push(Placement::replacing(mk.function, mk.inst, records));
     }
     for f in m.functions() {
         if f.is_declaration() {
@@ -202,7 +217,7 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
         mk.inst.erase();
     }
     numeric::wrap_numeric_markers(m, &emitter, &mut scopes)?;
-    named::resolve(m, &emitter, &mut ids, &mut scopes)?;
+    named::resolve(&emitter, &mut ids, &mut scopes, named_calls)?;
     if settings.trace_addresses.is_on() {
         let mut functions = Vec::new();
         for f in m.functions() {

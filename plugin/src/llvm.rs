@@ -16,6 +16,7 @@ extern "C" {
     fn sqtt_shim_emit_error(m: LLVMModuleRef, msg: *const c_char);
     fn sqtt_shim_append_to_used(m: LLVMModuleRef, gv: LLVMValueRef);
     fn sqtt_shim_build_scoped_fence(b: LLVMBuilderRef, scope: *const c_char) -> LLVMValueRef;
+    fn sqtt_shim_set_mmra(inst: LLVMValueRef, key: *const c_char, value: *const c_char) -> c_uint;
     fn sqtt_shim_split_block(inst: LLVMValueRef, name: *const c_char) -> LLVMBasicBlockRef;
     fn sqtt_shim_first_insertion_point(bb: LLVMBasicBlockRef) -> LLVMValueRef;
     fn sqtt_shim_fence_is_workgroup_or_wider(inst: LLVMValueRef) -> c_uint;
@@ -138,6 +139,9 @@ impl Module {
 
     pub fn i1(self) -> Type {
         Type(unsafe { LLVMInt1TypeInContext(self.ctx()) })
+    }
+    pub fn i16(self) -> Type {
+        Type(unsafe { LLVMInt16TypeInContext(self.ctx()) })
     }
     pub fn i32(self) -> Type {
         Type(unsafe { LLVMInt32TypeInContext(self.ctx()) })
@@ -563,6 +567,13 @@ impl Value {
             LLVMGetTypeKind(ty) == sys::LLVMTypeKind::LLVMIntegerTypeKind
                 && LLVMGetIntTypeWidth(ty) == bits
         }
+    }
+
+    /// Tags an instruction with a memory model relaxation annotation `!mmra !{!"key", !"value"}`.
+    /// Returns false where the LLVM has no MMRA (before 19).
+    pub fn set_mmra(self, key: &str, value: &str) -> bool {
+        let (k, v) = (cstr(key), cstr(value));
+        unsafe { sqtt_shim_set_mmra(self.0, k.as_ptr(), v.as_ptr()) != 0 }
     }
 
     pub fn set_metadata(self, kind: c_uint, md: LLVMValueRef) {

@@ -101,12 +101,17 @@ pub fn is_transparent_pub(i: Value) -> bool {
 pub fn next_real_instruction(i: Value) -> Option<Value> {
     let mut cur = i.next();
     while let Some(n) = cur {
-        if !is_transparent(n) || n.is_call() && !is_debug_call(n) {
+        if is_real(n) {
             return Some(n);
         }
         cur = n.next();
     }
     None
+}
+
+/// Not transparent, or a call other than a debug intrinsic.
+fn is_real(i: Value) -> bool {
+    !is_transparent(i) || i.is_call() && !is_debug_call(i)
 }
 
 fn is_debug_call(i: Value) -> bool {
@@ -201,21 +206,34 @@ pub fn adjacent(first: Value, second: Value) -> bool {
     false
 }
 
-/// Replaces every sentinel call of the module. Returns an error message for the user.
-pub fn resolve(
-    m: Module,
-    emitter: &Emitter,
-    ledger: &mut FinalIds,
-    scopes: &mut ScopeChecks,
-) -> Result<(), String> {
+/// The sentinel calls of a module with their names, per function and block, read before any
+/// marker is placed: at -O0 a name reaches its sentinel through an alloca store and load, which a
+/// scope-check split of the block in between would hide from [`resolve_name`].
+pub struct Collected(Vec<(Value, Vec<Vec<Call>>)>);
+
+pub fn collect_module(m: Module) -> Result<Collected, String> {
+    let mut out = Vec::new();
     for f in m.functions() {
         if f.is_declaration() {
             continue;
         }
         let blocks = collect(m, f)?;
-        if blocks.is_empty() {
-            continue;
+        if !blocks.is_empty() {
+            out.push((f, blocks));
         }
+    }
+    Ok(Collected(out))
+}
+
+/// Replaces every collected sentinel call. Returns an error message for the user.
+pub fn resolve(
+    emitter: &Emitter,
+    ledger: &mut FinalIds,
+    scopes: &mut ScopeChecks,
+    collected: Collected,
+) -> Result<(), String> {
+    let m = emitter.module;
+    for (f, blocks) in collected.0 {
         let target = target_of(f)?;
         for calls in blocks {
             let mut i = 0;
@@ -271,7 +289,7 @@ pub fn resolve(
                     };
                     (rec, c.inst, vec![c.inst])
                 };
-                place_marker(m, emitter, scopes, f, &target, at, &records);
+                place_marker(m, emitter, scopes, f, &target, At::Replacing(at), &records);
                 for e in erase {
                     e.erase();
                 }
@@ -281,7 +299,32 @@ pub fn resolve(
     Ok(())
 }
 
-/// Emits a marker before `at`, behind the function's scope check when filtering is on. A marker
+/// Where a marker goes: before an instruction that stays, or in the place of one the caller
+/// erases afterwards (a sentinel call, a bare early marker, a markers.hpp record).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum At {
+    Before(Value),
+    Replacing(Value),
+}
+
+impl At {
+    pub fn inst(self) -> Value {
+        match self {
+            At::Before(v) | At::Replacing(v) => v,
+        }
+    }
+
+    /// The first real instruction that will follow the marker.
+    fn following(self) -> Option<Value> {
+        match self {
+            At::Replacing(v) => next_real_instruction(v),
+            At::Before(v) if is_real(v) => Some(v),
+            At::Before(v) => next_real_instruction(v),
+        }
+    }
+}
+
+/// Emits a marker at `at`, behind the function's scope check when filtering is on. A marker
 /// right before a workgroup sync gets one sched_barrier at the head of the skip block so that the
 /// sync stays the first instruction after it.
 pub fn place_marker(
@@ -290,13 +333,14 @@ pub fn place_marker(
     scopes: &mut ScopeChecks,
     f: Value,
     target: &Target,
-    at: Value,
+    at: At,
     records: &[Record],
 ) {
+    let sync_follows = at.following().is_some_and(is_workgroup_sync);
+    let at = at.inst();
     let loc = at.debug_loc();
     match scopes.in_scope(m, f, target) {
         Some(in_scope) => {
-            let sync_follows = next_real_instruction(at).is_some_and(is_workgroup_sync);
             let (b, skip_head) = guard_before(m, at, in_scope);
             b.set_debug_loc(loc);
             emitter.marker(&b, target, records, true);

@@ -2,9 +2,9 @@
 //! plugin; with it they get the same treatment as named ones: the SQTT_MEM_BARRIER boundary,
 //! the scope check, and `s_ttracedata_imm` for small constant values on gfx10+.
 
-use crate::emit::{Emitter, Record, M0_TRACE_ASM};
+use crate::emit::{Emitter, Record, HEADER_M0_TRACE_ASM};
 use crate::llvm::{Module, Value};
-use crate::named::{place_marker, target_of};
+use crate::named::{place_marker, target_of, At};
 use crate::scope::ScopeChecks;
 
 fn is_header_sched_barrier(emitter: &Emitter, i: Option<Value>) -> Option<Value> {
@@ -27,7 +27,7 @@ pub fn wrap_numeric_markers(
             .into_iter()
             .flat_map(|b| b.instructions())
             .filter(|i| {
-                i.called_inline_asm().as_deref() == Some(M0_TRACE_ASM)
+                i.called_inline_asm().as_deref() == Some(HEADER_M0_TRACE_ASM)
                     && !emitter.is_plugin_marker(*i)
             })
             .collect();
@@ -46,14 +46,25 @@ pub fn wrap_numeric_markers(
                 Some(v) => Record::UserValue(v as u32),
                 None => Record::Dynamic(value),
             };
-            // The header's own sched_barriers are replaced by the plugin's marker sequence.
+            // The header's own sched_barriers are replaced by the plugin's marker sequence. They
+            // go first, so that the marker takes the header call's place exactly as a named
+            // marker takes its sentinel's: `place_marker` looks for a workgroup sync right after
+            // `call`, not after the instruction that follows it.
             let before = is_header_sched_barrier(emitter, call.prev());
             let after = is_header_sched_barrier(emitter, call.next());
-            let at = after.and_then(|a| a.next()).or(call.next()).unwrap_or(call);
-            place_marker(m, emitter, scopes, f, &target, at, &[record]);
-            for dead in [before, Some(call), after].into_iter().flatten() {
+            for dead in [before, after].into_iter().flatten() {
                 dead.erase();
             }
+            place_marker(
+                m,
+                emitter,
+                scopes,
+                f,
+                &target,
+                At::Replacing(call),
+                &[record],
+            );
+            call.erase();
         }
     }
     Ok(())

@@ -74,6 +74,24 @@ impl Target {
         self.generation >= Generation::Gfx10
     }
 
+    /// The `N` of `s_nop N` between `s_mov_b32 m0, <value>` and `s_ttracedata`.
+    ///
+    /// - gfx9: an SALU write of M0 followed by `s_sendmsg` / `s_ttracedata` needs one wait state
+    ///   (LLVM's GCNHazardRecognizer, `hasReadM0SendMsgHazard`, VI to GFX9, `checkReadM0Hazards`
+    ///   with one wait state). The compiler cannot see into the marker's asm, so the asm carries
+    ///   it: `s_nop 0`.
+    /// - gfx10 and gfx11: LLVM models no such hazard (`hasReadM0SendMsgHazard` ends at GFX9); the
+    ///   spec's `s_nop 0` is kept so that the sequence has one shape on every target.
+    /// - gfx12: AMD's own pass waits `s_nop 3` (four wait states) there; LLVM models no M0 hazard
+    ///   for gfx12 either, so nothing on this machine can show the hardware needs fewer, and the
+    ///   reference's figure is taken. It costs idle cycles, not instructions.
+    pub fn m0_trace_nop(&self) -> u32 {
+        match self.generation {
+            Generation::Gfx12 => 3,
+            _ => 0,
+        }
+    }
+
     /// The instruction that waits for outstanding LDS operations.
     pub fn lds_wait_asm(&self) -> &'static str {
         match self.generation {
@@ -124,6 +142,13 @@ mod tests {
             .unwrap()
             .supports_clock_packing());
         assert!(Target::from_cpu("x86-64", "").is_none());
+        let nops: Vec<u32> = [
+            "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1201", "gfx1250",
+        ]
+        .iter()
+        .map(|c| Target::from_cpu(c, "").unwrap().m0_trace_nop())
+        .collect();
+        assert_eq!(nops, [0, 0, 0, 0, 3, 3]);
     }
 
     #[test]

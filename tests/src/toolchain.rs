@@ -442,3 +442,50 @@ pub fn opt_sqtt_ok(ir: &str, env: &[(&str, &str)]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// The major of the LLVM the tests run against, from `SQTT_TEST_LLVM_SUFFIX` (`-15` by default).
+pub fn llvm_major() -> u32 {
+    let suffix = std::env::var("SQTT_TEST_LLVM_SUFFIX").unwrap_or_else(|_| "-15".into());
+    suffix
+        .trim_start_matches('-')
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("SQTT_TEST_LLVM_SUFFIX={suffix:?} names no LLVM major"))
+}
+
+/// Those of `cpus` that the llc under test knows (`llc -mcpu=help`); says which it leaves out.
+pub fn llc_known_cpus<'a>(cpus: &[&'a str]) -> Vec<&'a str> {
+    let out = run(Command::new(llvm_tool("llc")).args(["-march=amdgcn", "-mcpu=help"]));
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let known: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let (yes, no): (Vec<&str>, Vec<&str>) = cpus.iter().partition(|c| known.contains(c));
+    if !no.is_empty() {
+        eprintln!(
+            "{} does not know {no:?}: not checked here",
+            llvm_tool("llc")
+        );
+    }
+    yes
+}
+
+/// `llc -filetype=obj` of IR for a target, disassembled with the llvm-objdump under test.
+pub fn llc_objdump(ir: &str, cpu: &str) -> Vec<String> {
+    let dir = workdir();
+    let ll = dir.path().join("k.ll");
+    std::fs::write(&ll, ir).unwrap();
+    let obj = dir.path().join("k.o");
+    run_ok(
+        Command::new(llvm_tool("llc"))
+            .args(["-mtriple=amdgcn-amd-amdhsa", "-filetype=obj"])
+            .arg(format!("-mcpu={cpu}"))
+            .arg(&ll)
+            .arg("-o")
+            .arg(&obj),
+    );
+    objdump_instructions(&disassemble(&obj, cpu))
+}

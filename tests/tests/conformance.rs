@@ -147,15 +147,14 @@ fn cases() -> Vec<Case> {
             ],
         },
         Case {
-            name: "gfx9 at -O0: the value may reach M0 through an SGPR, the hazard nop stays",
+            name: "gfx9 at -O0: the M0 sequence is one unit, the constant an immediate",
             source: ONE_SCOPE,
             env: NO_SCOPE,
             arches: &["gfx90a", "gfx940"],
             opts: &["-O0"],
             expect: &[
-                Expect::Seq("_Z1kPi", &["s_mov_b32 s*, 6", "s_mov_b32 m0, s*", "s_nop 0", "s_ttracedata"]),
-                // LLVM 16+ route the exit's constant through an SGPR too.
-                Expect::Seq("_Z1kPi", &["s_mov_b32 m0, *", "s_nop 0", "s_ttracedata"]),
+                Expect::Seq("_Z1kPi", &["s_mov_b32 m0, 6", "s_nop 0", "s_ttracedata"]),
+                Expect::Seq("_Z1kPi", &["s_mov_b32 m0, 1", "s_nop 0", "s_ttracedata"]),
                 Expect::Count("_Z1kPi", "s_ttracedata", 2),
                 Expect::Count("_Z1kPi", "s_ttracedata_imm*", 0),
             ],
@@ -220,7 +219,7 @@ fn cases() -> Vec<Case> {
             opts: &["-O0"],
             expect: &[
                 Expect::Funcmap("K:_Z1kPi\nP:1:barrier_signal\nP:2:barrier_wait\nP:3:barrier"),
-                Expect::Seq("_ZL20__work_group_barrierj14__memory_scope", &["s_mov_b32 m0, s*", "s_nop 0", "s_ttracedata", "*", "s_barrier"]),
+                Expect::Seq("_ZL20__work_group_barrierj14__memory_scope", &["s_mov_b32 m0, 12", "s_nop 0", "s_ttracedata", "*", "s_barrier"]),
             ],
         },
         Case {
@@ -280,12 +279,32 @@ fn cases() -> Vec<Case> {
                 ("SQTT_SCOPE_SIMD", "0x1"),
             ],
             arches: &["gfx90a", "gfx1030", "gfx1100", "gfx940"],
-            opts: &["-O0", "-O3"],
+            opts: &["-O3"],
             expect: &[
                 Expect::Row(":_Z4bodyPfi"),
                 Expect::Row("R:"),
+                // Names resolved by the early phase are compacted with the functions, ahead of
+                // the system IDs.
                 Expect::IdOrder(&["U:load", "U:wait", "P:compute", "P:value", "P:barrier_signal", "P:barrier_wait", "P:barrier", "P:vmem_load", "P:vmem_store"]),
                 Expect::IdOrder(&["F:_Z4bodyPfi", "P:barrier_signal"]),
+            ],
+        },
+        Case {
+            name: "everything together at -O0: only the late phase runs, so names follow the system IDs",
+            source: EVERYTHING,
+            env: &[
+                ("SQTT_INSTRUMENT_FUNCTIONS", "cost:50"),
+                ("SQTT_INSTRUMENT_BARRIERS", "1"),
+                ("SQTT_INSTRUMENT_MEMORY", "2:5"),
+                ("SQTT_SCOPE_CU", "0x1"),
+                ("SQTT_SCOPE_SIMD", "0x1"),
+            ],
+            arches: &["gfx90a", "gfx1030", "gfx1100", "gfx940"],
+            opts: &["-O0"],
+            expect: &[
+                Expect::Row(":_Z4bodyPfi"),
+                Expect::Row("R:"),
+                Expect::IdOrder(&["F:_Z4bodyPfi", "P:barrier_signal", "P:barrier_wait", "P:barrier", "P:vmem_load", "P:vmem_store", "U:load", "U:wait", "P:compute", "P:value"]),
             ],
         },
         Case {
@@ -294,7 +313,7 @@ fn cases() -> Vec<Case> {
             env: &[("SQTT_TRACE_ADDRESSES", "memory"), ("SQTT_INSTRUMENT_MEMORY", "2:5")],
             arches: &["gfx90a"],
             opts: &["-O3"],
-            expect: &[Expect::Error("SQTT_TRACE_ADDRESSES=memory and SQTT_INSTRUMENT_MEMORY=2:5 cannot be combined")],
+            expect: &[Expect::Error("SQTT_TRACE_ADDRESSES=memory and SQTT_INSTRUMENT_MEMORY=2:5 are mutually exclusive")],
         },
         Case {
             name: "a bad threshold is an error naming the variable",

@@ -80,7 +80,7 @@ fn bad_settings_stop_before_hipcc_and_keep_the_output() {
                 ("SQTT_INSTRUMENT_MEMORY", "1:1"),
             ],
             None,
-            "cannot be combined",
+            "SQTT_TRACE_ADDRESSES=memory and SQTT_INSTRUMENT_MEMORY=1:1 are mutually exclusive",
         ),
         (
             &[

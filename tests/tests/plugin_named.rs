@@ -66,7 +66,8 @@ fn gfx90a_markers_go_through_m0_with_the_hazard_nop() {
             "s_mov_b32 m0, 12",
             "s_nop 0",
             "s_ttracedata",
-            "v_readfirstlane_b32 m0, v*",
+            "v_readfirstlane_b32 s*, v*",
+            "s_mov_b32 m0, s*",
             "s_nop 0",
             "s_ttracedata",
         ],
@@ -84,15 +85,30 @@ fn rdna_small_ids_use_ttracedata_imm() {
             &["sched_barrier", "s_ttracedata_imm 0xb", "sched_barrier"],
             &["sched_barrier", "s_ttracedata_imm 0x1", "sched_barrier"],
             &["sched_barrier", "s_ttracedata_imm 0x10", "sched_barrier"],
-            &[
-                "s_ttracedata_imm 0xc",
-                "v_readfirstlane_b32 m0, v*",
-                "s_nop 0",
-                "s_ttracedata",
-            ],
         ] {
             assert_seq(&insts, seq);
         }
+        // The data marker: the header, then the payload made uniform in an SGPR (the scheduler
+        // may hoist the readfirstlane above the header) and written through M0 as one unit.
+        let payload = ["s_mov_b32 m0, s*", "s_nop 0", "s_ttracedata"];
+        assert!(
+            contains_sequence(&insts, &[&["s_ttracedata_imm 0xc"][..], &payload].concat())
+                || contains_sequence(
+                    &insts,
+                    &[
+                        &["s_ttracedata_imm 0xc", "v_readfirstlane_b32 s*, v*"][..],
+                        &payload
+                    ]
+                    .concat()
+                ),
+            "{arch}: data marker not found in:\n{}",
+            insts.join("\n")
+        );
+        assert_eq!(
+            count_matching(&insts, "v_readfirstlane_b32 s*, v*"),
+            1,
+            "{arch}"
+        );
         assert_eq!(count_matching(&insts, "s_ttracedata_imm*"), 5, "{arch}");
         assert_eq!(count_matching(&insts, "s_ttracedata"), 1, "{arch}");
     }
@@ -192,7 +208,7 @@ fn ids_above_63_fall_back_to_m0_on_rdna() {
     let insts = function_instructions(&asm, "_Z1kPi");
     // ID 63: (63 << 2) | 2 = 0xfe still fits; ID 64: 0x102 does not.
     assert_seq(&insts, &["s_ttracedata_imm 0xfe"]);
-    assert_seq(&insts, &["s_movk_i32 m0, 0x102", "s_nop 0", "s_ttracedata"]);
+    assert_seq(&insts, &["s_mov_b32 m0, 0x102", "s_nop 0", "s_ttracedata"]);
     assert_eq!(count_matching(&insts, "s_ttracedata_imm 0x1"), 65);
 }
 

@@ -1,0 +1,73 @@
+//! The sync pin of numeric markers (issue 12, item 2): under a scope check, a marker directly
+//! before a workgroup sync gets one `sched_barrier` at the head of the skip block, so that the
+//! sync stays the first instruction after the marker; a marker with other work before the sync
+//! gets none. Numeric markers (markers.hpp's `sched_barrier` / `asm "{m0}"` / `sched_barrier`)
+//! used to look one instruction too far.
+
+use sqtt_e2e::toolchain::*;
+
+/// A kernel with one numeric marker (value 300, markers.hpp's shape) followed by `after`.
+fn kernel(after: &str) -> String {
+    format!(
+        r#"target triple = "amdgcn-amd-amdhsa"
+declare void @llvm.amdgcn.s.barrier()
+declare void @llvm.amdgcn.sched.barrier(i32)
+define amdgpu_kernel void @k(ptr addrspace(1) %p) #0 {{
+  store i32 1, ptr addrspace(1) %p
+  call void @llvm.amdgcn.sched.barrier(i32 0)
+  call void asm sideeffect "s_nop 0\0A\09s_ttracedata", "{{m0}}"(i32 300)
+  call void @llvm.amdgcn.sched.barrier(i32 0)
+{after}
+  ret void
+}}
+attributes #0 = {{ "target-cpu"="gfx90a" }}
+"#
+    )
+}
+
+/// The instruction after each `sched.barrier` call the pass left, and how many there are.
+fn pins(ir: &str) -> Vec<String> {
+    let lines: Vec<&str> = ir.lines().map(str::trim).collect();
+    lines
+        .windows(2)
+        .filter(|w| w[0].starts_with("call void @llvm.amdgcn.sched.barrier(i32 0)"))
+        .map(|w| w[1].to_string())
+        .collect()
+}
+
+/// Default settings: the CU scope filter is on, so markers sit in `sqtt.trace` blocks.
+fn run(after: &str) -> String {
+    let ir = opt_sqtt_ok(&kernel(after), &[]);
+    assert!(ir.contains("sqtt.skip"), "no scope check:\n{ir}");
+    assert!(
+        ir.contains("\"={m0},i\"(i32 300)"),
+        "the numeric marker was not replaced:\n{ir}"
+    );
+    ir
+}
+
+#[test]
+fn numeric_marker_directly_before_s_barrier_is_pinned() {
+    let ir = run("  call void @llvm.amdgcn.s.barrier()");
+    assert_eq!(pins(&ir), ["call void @llvm.amdgcn.s.barrier()"], "{ir}");
+}
+
+#[test]
+fn numeric_marker_with_a_store_before_the_barrier_is_not_pinned() {
+    let ir = run("  store i32 2, ptr addrspace(1) %p\n  call void @llvm.amdgcn.s.barrier()");
+    assert_eq!(pins(&ir), Vec::<String>::new(), "{ir}");
+}
+
+#[test]
+fn numeric_marker_before_syncthreads_is_pinned_to_its_fence() {
+    let ir = run(concat!(
+        "  fence syncscope(\"workgroup\") release\n",
+        "  call void @llvm.amdgcn.s.barrier()\n",
+        "  fence syncscope(\"workgroup\") acquire"
+    ));
+    assert_eq!(
+        pins(&ir),
+        ["fence syncscope(\"workgroup\") release"],
+        "{ir}"
+    );
+}
