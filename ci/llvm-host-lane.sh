@@ -84,7 +84,7 @@ rm -rf "$WORK"
 mkdir -p "$WORK"
 FIXTURES=$REPO/tests/fixtures/ir
 IR_OPT=$LLVM_BIN/opt IR_LLC=$LLVM_BIN/llc IR_OBJCOPY=$LLVM_BIN/llvm-objcopy
-IR_OBJDUMP=$LLVM_BIN/llvm-objdump
+IR_OBJDUMP=$LLVM_BIN/llvm-objdump IR_LLVM_MAJOR=$MAJOR
 lane_log "IR cases on ${ARCHES[*]} ($("$IR_OPT" --version | sed -n 's/.*LLVM version //p' | head -1))"
 ir_cases "${ARCHES[@]}"
 
