@@ -85,6 +85,9 @@ pub struct CodeObject {
     pub wave_size: u32,
     /// The marker layout of the funcmap's `M:` row.
     pub encoding: sqtt_markers::MarkerEncoding,
+    /// The packed layout was recorded in `code.json`'s `sqtt_funcmap_layout`, which att_tool
+    /// writes; the shaderdata may then hold headers it already restored to the legacy form.
+    pub layout_in_code_json: bool,
     dense: Vec<(MarkerClass, u32, u32)>,
     sparse: FxHashMap<u32, (MarkerClass, u32, u32)>,
 }
@@ -125,6 +128,7 @@ impl CodeObject {
         }
         CodeObject {
             id,
+            layout_in_code_json: false,
             encoding: funcmap.marker_encoding(),
             funcmap,
             source,

@@ -77,6 +77,8 @@ pub mod kind {
         "address blocks whose R: payload count differs from the framing of W: and the op kind";
     pub const ADDR_UNKNOWN_KIND: &str = "address blocks of an unknown addr_trace_ kind (skipped)";
     pub const BAD_ROW: &str = "malformed rows skipped";
+    pub const NORMALISED: &str =
+        "code objects whose packed headers att_tool already restored and corrected (not corrected again)";
 }
 
 /// Progress of a long read, in bytes of shaderdata.

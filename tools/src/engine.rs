@@ -272,6 +272,7 @@ impl Trace {
                 &mut self.diag,
             )?;
             engine.reset();
+            tables.settle_domains(&mut self.diag);
         }
         engine.pass::<_, false>(ui, &mut tables, names, sink, progress, &mut self.diag)?;
         Ok(engine.stats)
@@ -289,18 +290,22 @@ const NONE: usize = usize::MAX;
 struct Domain {
     origin: Option<(u64, u64)>,
     min_rel: i64,
+    /// The minimum relative delay of each code object's headers (by code object index), so
+    /// that the headers of a code object found already normalised can be left out.
+    min_by_co: Vec<i64>,
     mask: u64,
     half: u64,
     bucket: u64,
 }
 
 impl Domain {
-    fn new(enc: &MarkerEncoding) -> Domain {
+    fn new(enc: &MarkerEncoding, codeobjs: usize) -> Domain {
         let w = enc.shader_clock_bits + enc.shader_clock_shift;
         let mask = if w >= 64 { u64::MAX } else { (1u64 << w) - 1 };
         Domain {
             origin: None,
             min_rel: i64::MAX,
+            min_by_co: vec![i64::MAX; codeobjs],
             mask,
             half: (mask >> 1) + 1,
             bucket: 1u64 << enc.shader_clock_shift,
@@ -333,6 +338,13 @@ struct Tables<'a> {
     /// The correction domains, and their index by `(se, cu, simd, clock_bits, clock_shift)`.
     domains: Vec<Domain>,
     domain_index: FxHashMap<(u32, u32, u32, u32, u32), usize>,
+    /// Per code object: its packed headers were already restored to the legacy form (and
+    /// their times corrected) by att_tool; they are read as legacy headers.
+    normalised: Vec<bool>,
+    /// Per code object, in the first pass: headers read in the packed form, and how many of
+    /// them carried a nonzero clock field.
+    packed_seen: Vec<u64>,
+    packed_clocked: Vec<u64>,
     _d: std::marker::PhantomData<&'a ()>,
 }
 
@@ -374,7 +386,11 @@ impl<'a> Tables<'a> {
             dispatch.insert(*kid, (co, frame));
         }
         let no_occ_frame = names.intern("unknown_kernel");
+        let n = codeobjs.len();
         Tables {
+            normalised: vec![false; n],
+            packed_seen: vec![0; n],
+            packed_clocked: vec![0; n],
             codeobjs,
             encodings,
             frames,
@@ -387,6 +403,36 @@ impl<'a> Tables<'a> {
             domains: Vec::new(),
             domain_index: FxHashMap::default(),
             _d: std::marker::PhantomData,
+        }
+    }
+
+    /// After the first pass: decides which code objects' headers were already normalised
+    /// (their layout came from att_tool's `code.json` and not one header carries a clock
+    /// sample), and takes each domain's minimum over the others only.
+    fn settle_domains(&mut self, diag: &mut Diagnostics) {
+        for (ci, co) in self.codeobjs.iter().enumerate() {
+            let norm =
+                co.layout_in_code_json && self.packed_seen[ci] > 0 && self.packed_clocked[ci] == 0;
+            self.normalised[ci] = norm;
+            if norm {
+                let n = self.packed_seen[ci];
+                diag.warn(kind::NORMALISED, || {
+                    format!(
+                        "code object {} ({}): {n} headers in the legacy form, read as they are",
+                        co.id, co.source
+                    )
+                });
+            }
+        }
+        for d in &mut self.domains {
+            d.min_rel = d
+                .min_by_co
+                .iter()
+                .zip(&self.normalised)
+                .filter(|(_, n)| !**n)
+                .map(|(m, _)| *m)
+                .min()
+                .unwrap_or(i64::MAX);
         }
     }
 
@@ -694,11 +740,14 @@ impl Engine {
         }
         self.stats.headers += 1;
         let co = slot.co.map(|i| &t.codeobjs[i]);
+        // An `s_ttracedata_imm` record is never a packed header, and neither is a header of a
+        // code object whose headers att_tool already restored.
+        let legacy = r.is_imm() || slot.co.is_some_and(|i| t.normalised[i]);
         let m = match co {
-            Some(c) => {
+            Some(c) if !legacy => {
                 decode_marker_value_with(r.value, &c.encoding, |id| c.lookup(id).2.is_some())
             }
-            None => MarkerEncoding::legacy().decode(r.value),
+            _ => MarkerEncoding::legacy().decode(r.value),
         };
         let (class, npay) = match co {
             Some(c) => {
@@ -719,8 +768,9 @@ impl Engine {
                     enc.shader_clock_shift,
                 );
                 let domains = &mut t.domains;
+                let n = t.codeobjs.len();
                 slot.dom = *t.domain_index.entry(dkey).or_insert_with(|| {
-                    domains.push(Domain::new(&enc));
+                    domains.push(Domain::new(&enc, n));
                     domains.len() - 1
                 });
                 slot.dom_for = (ci, r.cu, r.simd);
@@ -729,7 +779,9 @@ impl Engine {
             let sampled = u64::from(clock) << enc.shader_clock_shift;
             let rel = dom.relative(r.time, sampled);
             if FIRST {
-                dom.min_rel = dom.min_rel.min(rel);
+                dom.min_by_co[ci] = dom.min_by_co[ci].min(rel);
+                t.packed_seen[ci] += 1;
+                t.packed_clocked[ci] += u64::from(clock != 0);
             } else {
                 let shift = rel
                     .saturating_sub(dom.min_rel)

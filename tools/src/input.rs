@@ -243,18 +243,26 @@ impl UiDir {
         files: &BTreeMap<u64, (Funcmap, String)>,
         diag: &mut Diagnostics,
     ) -> Vec<CodeObject> {
-        let mut maps: BTreeMap<u64, (Funcmap, String)> = files.clone();
+        let mut maps: BTreeMap<u64, (Funcmap, String, bool)> = files
+            .iter()
+            .map(|(id, (m, s))| (*id, (m.clone(), s.clone(), false)))
+            .collect();
         for (id, map) in read_code_json(&self.path.join("code.json"), diag) {
-            let wave = maps.get(&id).and_then(|(m, _)| m.wave_size);
+            let wave = maps.get(&id).and_then(|(m, _, _)| m.wave_size);
             let mut map = map;
             if map.wave_size.is_none() {
                 map.wave_size = wave;
             }
-            maps.insert(id, (map, format!("{}/code.json", self.name)));
+            let layout = map.clock_layout.is_some();
+            maps.insert(id, (map, format!("{}/code.json", self.name), layout));
         }
         let dw = self.default_wave_size();
         maps.into_iter()
-            .map(|(id, (m, src))| CodeObject::new(id, m, src, dw))
+            .map(|(id, (m, src, layout))| {
+                let mut co = CodeObject::new(id, m, src, dw);
+                co.layout_in_code_json = layout && co.encoding.has_shader_clock();
+                co
+            })
             .collect()
     }
 }

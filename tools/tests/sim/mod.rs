@@ -63,6 +63,9 @@ pub enum Act {
     Addr(u32, AddrBlock),
     /// A numeric user marker (legacy value, ID not in the funcmap).
     Numeric(u32),
+    /// Point `id` written by `s_ttracedata_imm`: an IMM-flagged record in the legacy form,
+    /// never packed, even in a packed code object.
+    ImmPoint(u32),
 }
 
 #[derive(Clone, Debug)]
@@ -101,6 +104,9 @@ pub struct UiDef {
     pub priv_records: usize,
     /// Records per shaderdata chunk file.
     pub chunk: usize,
+    /// att_tool already restored the packed headers to the legacy form and corrected their
+    /// times (payloads move with their header), keeping `sqtt_funcmap_layout` in code.json.
+    pub normalised: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -380,10 +386,12 @@ impl Sim {
                     Act::Data(id, v) => (*id, 0, vec![*v]),
                     Act::Addr(id, b) => (*id, 0, b.tokens.clone()),
                     Act::Numeric(v) => (v >> 2, v & 3, vec![]),
+                    Act::ImmPoint(id) => (*id, 0, vec![]),
                     Act::Work(_) => unreachable!(),
                 };
                 let numeric = matches!(act, Act::Numeric(_));
-                let is_packed = packed && !numeric;
+                let imm = matches!(act, Act::ImmPoint(_));
+                let is_packed = packed && !numeric && !imm;
                 let phase = ui.phase[w.simd as usize];
                 let issue = if is_packed {
                     (t + phase).div_ceil(bucket) * bucket - phase
@@ -410,7 +418,9 @@ impl Sim {
                 } else {
                     arrival
                 };
-                let value = if is_packed {
+                let value = if is_packed && ui.normalised {
+                    MarkerEncoding::legacy().pack(id, flags, 0)
+                } else if is_packed {
                     let clock = ((issue + phase) >> enc.shader_clock_shift) as u32;
                     enc.pack(id, flags, clock)
                 } else if numeric {
@@ -421,13 +431,19 @@ impl Sim {
                 } else {
                     MarkerEncoding::legacy().pack(id, flags, 0)
                 };
-                push(arrival, value, 0, &mut seq);
+                // What the JSON holds: arrival times, or the corrected ones after att_tool.
+                let written = if is_packed && ui.normalised {
+                    observed
+                } else {
+                    arrival
+                };
+                push(written, value, u32::from(imm), &mut seq);
                 if ui.priv_records > 0 && !payload.is_empty() {
                     // A privileged record of the same wave between header and payload.
-                    push(arrival + 1, 0xFFFF_FFFF, 2, &mut seq);
+                    push(written + 1, 0xFFFF_FFFF, 2, &mut seq);
                 }
                 for (k, p) in payload.iter().enumerate() {
-                    push(arrival + 1 + k as u64, *p, 0, &mut seq);
+                    push(written + 1 + k as u64, *p, 0, &mut seq);
                 }
                 // Ground truth of what the tools must show.
                 let is_scope = numeric || map.by_id(id).is_some_and(|e| e.kind.is_scope());
@@ -736,6 +752,7 @@ pub fn scenario(scale: usize) -> Sim {
         extra_delays: vec![],
         priv_records: 40 * scale,
         chunk: 700,
+        normalised: false,
     };
     let full: u64 = u64::MAX;
     for rep in 0..scale as u64 {
@@ -867,6 +884,7 @@ pub fn scenario(scale: usize) -> Sim {
         extra_delays: vec![40, 5, 0, 70, 16, 100],
         priv_records: 25 * scale,
         chunk: 100_000,
+        normalised: false,
     };
     for rep in 0..scale as u64 {
         let base = rep * 500_000;
