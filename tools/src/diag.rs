@@ -72,6 +72,8 @@ pub mod kind {
     pub const BAD_FILE: &str = "input files unreadable or malformed";
     pub const NO_FUNCMAP: &str = "records of waves whose code object has no funcmap";
     pub const NO_DISPATCH_CODEOBJ: &str = "dispatches whose kernel matches no code object";
+    pub const AMBIGUOUS_KERNEL: &str =
+        "dispatches with no code object ID whose kernel name is in code objects with different funcmaps (markers shown by ID)";
     pub const NO_OCCUPANCY_FILE: &str = "ui directories without occupancy.json";
     pub const ADDR_SIZE_MISMATCH: &str =
         "address blocks whose R: payload count differs from the framing of W: and the op kind";

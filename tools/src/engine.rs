@@ -364,11 +364,9 @@ impl<'a> Tables<'a> {
         let single_co = (codeobjs.len() == 1).then_some(0);
         let mut dispatch = FxHashMap::default();
         for (kid, kname) in &occ.dispatches {
-            let co = codeobjs
-                .iter()
-                .position(|c| c.kernel_names().any(|k| kernel_matches(k, kname)))
-                .or(single_co);
-            if co.is_none() && !codeobjs.is_empty() {
+            let found = codeobj_of_dispatch(&codeobjs, *kid, kname, &occ, diag);
+            let co = found.unwrap_or(None).or(single_co);
+            if co.is_none() && found.is_ok() && !codeobjs.is_empty() {
                 diag.warn(kind::NO_DISPATCH_CODEOBJ, || {
                     format!("dispatch {kid} ({kname})")
                 });
@@ -441,7 +439,12 @@ impl<'a> Tables<'a> {
         if let Some(v) = self.dispatch.get(&kid) {
             return *v;
         }
-        let co = self.single_co;
+        let co = self
+            .occ
+            .dispatch_codeobj
+            .get(&kid)
+            .and_then(|id| self.codeobjs.iter().position(|c| c.id == *id))
+            .or(self.single_co);
         let name = co
             .and_then(|i| self.codeobjs[i].kernel_names().next().map(str::to_string))
             .map(|k| if self.opts.demangle { demangle(&k) } else { k })
@@ -481,6 +484,49 @@ impl<'a> Tables<'a> {
         self.unknown_frames.insert(id, f);
         f
     }
+}
+
+/// The code object of a dispatch: by the ID the directory gives (`events` or the fallback
+/// name), else by kernel name when one code object (or several with the same funcmap) has it.
+/// `Err` when the name is in several code objects that differ (a warning is counted).
+fn codeobj_of_dispatch(
+    codeobjs: &[CodeObject],
+    kid: u64,
+    kname: &str,
+    occ: &Occupancy,
+    diag: &mut Diagnostics,
+) -> Result<Option<usize>, ()> {
+    if let Some(id) = occ.dispatch_codeobj.get(&kid) {
+        if let Some(i) = codeobjs.iter().position(|c| c.id == *id) {
+            return Ok(Some(i));
+        }
+    }
+    let matching: Vec<usize> = codeobjs
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kernel_names().any(|k| kernel_matches(k, kname)))
+        .map(|(i, _)| i)
+        .collect();
+    let Some(&first) = matching.first() else {
+        return Ok(None);
+    };
+    if matching
+        .iter()
+        .all(|&i| codeobjs[i].funcmap.entries == codeobjs[first].funcmap.entries)
+    {
+        return Ok(Some(first));
+    }
+    diag.warn(kind::AMBIGUOUS_KERNEL, || {
+        let ids: Vec<String> = matching
+            .iter()
+            .map(|&i| codeobjs[i].id.to_string())
+            .collect();
+        format!(
+            "dispatch {kid} ({kname}) matches code objects {}",
+            ids.join(", ")
+        )
+    });
+    Err(())
 }
 
 fn kernel_matches(k_row: &str, dispatch_name: &str) -> bool {

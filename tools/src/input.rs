@@ -420,7 +420,44 @@ pub struct Occupancy {
     pub slots: FxHashMap<u64, Vec<WaveSpan>>,
     /// kernel_id (dispatch) -> kernel name.
     pub dispatches: BTreeMap<u64, String>,
+    /// kernel_id (dispatch) -> code object ID, from the `events` entries of the dispatches
+    /// (`entry_point.code_object_id`, written by att_tool's Python writer) or from the C++
+    /// writer's fallback kernel name `"<co> / 0x<addr>"`.
+    pub dispatch_codeobj: BTreeMap<u64, u64>,
     pub present: bool,
+}
+
+/// The code object ID of the C++ writer's fallback kernel name `"<co> / 0x<addr>"`.
+pub fn fallback_name_codeobj(name: &str) -> Option<u64> {
+    let (co, addr) = name.trim().split_once(" / ")?;
+    let hex = addr.strip_prefix("0x")?;
+    u64::from_str_radix(hex, 16).ok()?;
+    co.parse().ok()
+}
+
+/// `kernel_id -> code_object_id` of the dispatch entries of `events` (an array, or an object of
+/// arrays per shader engine).
+fn dispatch_events(v: &serde_json::Value, out: &mut BTreeMap<u64, u64>) {
+    match v {
+        serde_json::Value::Array(a) => {
+            for e in a {
+                let kid = e.get("kernel_id").and_then(serde_json::Value::as_u64);
+                let co = e
+                    .get("entry_point")
+                    .and_then(|p| p.get("code_object_id"))
+                    .and_then(serde_json::Value::as_u64);
+                if let (Some(kid), Some(co)) = (kid, co) {
+                    out.entry(kid).or_insert(co);
+                }
+            }
+        }
+        serde_json::Value::Object(o) => {
+            for v in o.values() {
+                dispatch_events(v, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 impl Occupancy {
@@ -430,11 +467,13 @@ impl Occupancy {
         let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 20, f));
         let mut rows: FxHashMap<u64, Vec<(u64, bool, u64)>> = FxHashMap::default();
         let mut dispatches = BTreeMap::new();
+        let mut dispatch_codeobj = BTreeMap::new();
         de::Deserializer::deserialize_map(
             &mut de,
             OccVisitor {
                 rows: &mut rows,
                 dispatches: &mut dispatches,
+                dispatch_codeobj: &mut dispatch_codeobj,
             },
         )
         .and_then(|()| de.end())
@@ -461,9 +500,15 @@ impl Occupancy {
             }
             slots.insert(key, spans);
         }
+        for (kid, name) in &dispatches {
+            if let Some(co) = fallback_name_codeobj(name) {
+                dispatch_codeobj.entry(*kid).or_insert(co);
+            }
+        }
         Ok(Occupancy {
             slots,
             dispatches,
+            dispatch_codeobj,
             present: true,
         })
     }
@@ -472,6 +517,7 @@ impl Occupancy {
 struct OccVisitor<'a> {
     rows: &'a mut FxHashMap<u64, Vec<(u64, bool, u64)>>,
     dispatches: &'a mut BTreeMap<u64, String>,
+    dispatch_codeobj: &'a mut BTreeMap<u64, u64>,
 }
 
 impl<'de> Visitor<'de> for OccVisitor<'_> {
@@ -501,6 +547,9 @@ impl<'de> Visitor<'de> for OccVisitor<'_> {
                     };
                     self.dispatches.insert(id, name);
                 }
+            } else if key == "events" {
+                let v: serde_json::Value = map.next_value()?;
+                dispatch_events(&v, self.dispatch_codeobj);
             } else {
                 map.next_value::<IgnoredAny>()?;
             }

@@ -72,3 +72,116 @@ fn imm_records_are_never_packed_headers() {
     assert_eq!(got, truth.folded);
     assert_eq!(r.totals.run.corrected, truth.corrected_headers);
 }
+
+fn wave(se: u32, cu: u32, wave_id: u32, dispatch: u64, start: u64) -> sim::WaveDef {
+    use sim::Act::*;
+    sim::WaveDef {
+        se,
+        cu,
+        simd: 0,
+        wave_id,
+        dispatch,
+        start,
+        acts: vec![
+            Work(30),
+            Enter(1),
+            Work(100 + 7 * u64::from(wave_id)),
+            Enter(2),
+            Work(50),
+            Point(3),
+            Exit,
+            Work(20),
+            Exit,
+            Work(10),
+        ],
+    }
+}
+
+fn ui(name: &str, dispatches: Vec<sim::Dispatch>, python_events: bool) -> sim::UiDef {
+    let mut waves = Vec::new();
+    for (i, d) in dispatches.iter().enumerate() {
+        for k in 0..3u32 {
+            waves.push(wave(
+                k % 2,
+                i as u32,
+                k,
+                d.kernel_id,
+                100 + 1000 * i as u64 + 13 * u64::from(k),
+            ));
+        }
+    }
+    sim::UiDef {
+        name: name.into(),
+        gfxip: "gfx942".into(),
+        dispatches,
+        waves,
+        delay: 20,
+        phase: [0; 4],
+        extra_delays: vec![],
+        priv_records: 0,
+        chunk: 1000,
+        normalised: false,
+        python_events,
+    }
+}
+
+/// Two code objects with the same kernel name and different funcmaps.
+fn twins(python: bool) -> sim::Sim {
+    let co = |id: u64, a: &str, b: &str| sim::CodeObj {
+        id,
+        store: sim::Store::Elf,
+        funcmap_text: format!("K:_Z6kernelv@k.hip:1\nU:1:{a}\nU:2:{b}\nP:3:barrier"),
+    };
+    let name = |id: u64| {
+        if python {
+            "_Z6kernelv".to_string()
+        } else {
+            format!("{id} / 0x{:x}", 0x1000 * id)
+        }
+    };
+    let dispatches = vec![
+        sim::Dispatch {
+            kernel_id: 1,
+            name: name(5),
+            codeobj: 5,
+        },
+        sim::Dispatch {
+            kernel_id: 2,
+            name: name(6),
+            codeobj: 6,
+        },
+    ];
+    let ui_name = if python {
+        "ui_output_run1"
+    } else {
+        "ui_output_agent_7_dispatch_1"
+    };
+    sim::Sim {
+        codeobjs: vec![co(5, "alpha", "beta"), co(6, "gamma", "delta")],
+        uis: vec![ui(ui_name, dispatches, python)],
+    }
+}
+
+#[test]
+fn dispatches_go_to_code_objects_by_id() {
+    for python in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let truth = twins(python).write(dir.path());
+        let (got, r) = folded_of(dir.path());
+        assert_eq!(got, truth.folded, "python writer: {python}");
+        assert!(got.keys().any(|k| k.ends_with(";alpha;beta")));
+        assert!(got.keys().any(|k| k.ends_with(";gamma;delta")));
+        assert!(!got.keys().any(|k| k.contains("marker_")), "{got:?}");
+        assert_eq!(r.diag.count(kind::UNKNOWN_ID), 0);
+        assert_eq!(r.diag.count(kind::AMBIGUOUS_KERNEL), 0);
+    }
+    // The same names with no ID anywhere: said so, never the other code object's names.
+    let mut s = twins(true);
+    s.uis[0].python_events = false;
+    let dir = tempfile::tempdir().unwrap();
+    s.write(dir.path());
+    let (got, r) = folded_of(dir.path());
+    assert_eq!(r.diag.count(kind::AMBIGUOUS_KERNEL), 2);
+    let frames: Vec<&str> = got.keys().flat_map(|k| k.split(';')).collect();
+    assert!(!frames.contains(&"gamma") && !frames.contains(&"alpha"));
+}

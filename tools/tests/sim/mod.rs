@@ -104,6 +104,9 @@ pub struct UiDef {
     pub priv_records: usize,
     /// Records per shaderdata chunk file.
     pub chunk: usize,
+    /// occupancy.json as att_tool's Python writer makes it: `events` per SE with one dispatch
+    /// entry per dispatch giving `entry_point.code_object_id` (else the C++ writer's `[]`).
+    pub python_events: bool,
     /// att_tool already restored the packed headers to the legacy form and corrected their
     /// times (payloads move with their header), keeping `sqtt_funcmap_layout` in code.json.
     pub normalised: bool,
@@ -588,7 +591,24 @@ impl Sim {
             .map(|d| (d.kernel_id.to_string(), serde_json::json!(d.name)))
             .collect();
         occj.insert("dispatches".into(), serde_json::Value::Object(disp));
-        occj.insert("events".into(), serde_json::json!([]));
+        if ui.python_events {
+            let entries: Vec<serde_json::Value> = ui
+                .dispatches
+                .iter()
+                .map(|d| {
+                    serde_json::json!({
+                        "kind": "dispatch",
+                        "time": 0,
+                        "kernel_id": d.kernel_id,
+                        "kernel_name": d.name,
+                        "entry_point": {"address": 0x1000 * d.kernel_id, "code_object_id": d.codeobj},
+                    })
+                })
+                .collect();
+            occj.insert("events".into(), serde_json::json!({ "0": entries }));
+        } else {
+            occj.insert("events".into(), serde_json::json!([]));
+        }
         std::fs::write(
             dir.join("occupancy.json"),
             serde_json::Value::Object(occj).to_string(),
@@ -753,6 +773,7 @@ pub fn scenario(scale: usize) -> Sim {
         priv_records: 40 * scale,
         chunk: 700,
         normalised: false,
+        python_events: false,
     };
     let full: u64 = u64::MAX;
     for rep in 0..scale as u64 {
@@ -885,6 +906,7 @@ pub fn scenario(scale: usize) -> Sim {
         priv_records: 25 * scale,
         chunk: 100_000,
         normalised: false,
+        python_events: false,
     };
     for rep in 0..scale as u64 {
         let base = rep * 500_000;
