@@ -79,6 +79,10 @@ pub mod kind {
         "address blocks whose R: payload count differs from the framing of W: and the op kind";
     pub const ADDR_UNKNOWN_KIND: &str = "address blocks of an unknown addr_trace_ kind (skipped)";
     pub const BAD_ROW: &str = "malformed rows skipped";
+    pub const OUT_OF_ORDER: &str =
+        "records out of time order in their shader engine's files (put in time order)";
+    pub const TOO_LATE: &str =
+        "records out of time order by more than the sorting window (used where they fall)";
     pub const NORMALISED: &str =
         "code objects whose packed headers att_tool already restored and corrected (not corrected again)";
 }

@@ -204,7 +204,7 @@ impl RunStats {
 /// What is shared by the ui directories of one trace directory.
 pub struct Trace {
     pub dir: TraceDir,
-    files: std::collections::BTreeMap<u64, (Funcmap, String)>,
+    files: std::collections::BTreeMap<std::path::PathBuf, Funcmap>,
     pub diag: Diagnostics,
 }
 
@@ -589,6 +589,76 @@ fn find_span(spans: &[WaveSpan], cursor: &mut usize, t: u64) -> usize {
     c
 }
 
+/// How many records back a record may be out of time order in its shader engine's files and
+/// still be put in its place.
+const ORDER_WINDOW: usize = 1 << 16;
+
+/// Puts the records of one shader engine in time order (stable: file order among equal times)
+/// through a window of the latest [`ORDER_WINDOW`] records. In-order records only pass through.
+#[derive(Default)]
+struct Reorder {
+    buf: std::collections::VecDeque<Record>,
+    /// Time of the last record handed on.
+    last_out: Option<u64>,
+    /// Records put back in order, and the first of them.
+    moved: u64,
+    first_moved: String,
+    /// Records earlier than ones already handed on (used where they fall).
+    late: u64,
+    first_late: String,
+}
+
+impl Reorder {
+    #[inline]
+    fn push(&mut self, r: &Record, mut f: impl FnMut(&Record)) {
+        match self.buf.back() {
+            Some(b) if r.time < b.time => self.misplaced(r),
+            _ => self.buf.push_back(*r),
+        }
+        if self.buf.len() > ORDER_WINDOW {
+            if let Some(x) = self.buf.pop_front() {
+                self.last_out = Some(x.time);
+                f(&x);
+            }
+        }
+    }
+
+    #[cold]
+    fn misplaced(&mut self, r: &Record) {
+        let describe = |r: &Record| {
+            format!(
+                "time {} (cu {} simd {} wave {}) after a record at {}",
+                r.time,
+                r.cu,
+                r.simd,
+                r.wave_id,
+                self.buf.back().map(|b| b.time).unwrap_or(0)
+            )
+        };
+        if self.last_out.is_some_and(|t| r.time < t) {
+            if self.late == 0 {
+                self.first_late = describe(r);
+            }
+            self.late += 1;
+            self.buf.push_front(*r);
+            return;
+        }
+        if self.moved == 0 {
+            self.first_moved = describe(r);
+        }
+        self.moved += 1;
+        let pos = self.buf.partition_point(|x| x.time <= r.time);
+        self.buf.insert(pos, *r);
+    }
+
+    fn flush(&mut self, mut f: impl FnMut(&Record)) {
+        while let Some(x) = self.buf.pop_front() {
+            f(&x);
+        }
+        self.last_out = None;
+    }
+}
+
 struct Engine {
     slots: Vec<Slot>,
     index: FxHashMap<u64, usize>,
@@ -641,13 +711,24 @@ impl Engine {
     ) -> Result<(), Error> {
         let want_addr = sink.wants_addresses();
         let mut local = Diagnostics::default();
+        let mut counts = RunStats::default();
+        let mut file_errors: Vec<String> = Vec::new();
+        let mut order = Reorder::default();
+        let mut feed = |se: u32, r: &Record| {
+            self.record::<S, FIRST>(se, r, t, names, sink, want_addr, &mut local)
+        };
+        let mut cur_se = None;
         for (se, path) in &ui.shaderdata {
             let se = *se;
+            if let Some(prev) = cur_se.filter(|p| *p != se) {
+                order.flush(|r| feed(prev, r));
+            }
+            cur_se = Some(se);
             let file = match std::fs::File::open(path) {
                 Ok(f) => f,
                 Err(e) => {
-                    self.stats.files_bad += 1;
-                    local.warn(kind::BAD_FILE, || Error::io(path, e).to_string());
+                    counts.files_bad += 1;
+                    file_errors.push(Error::io(path, e).to_string());
                     continue;
                 }
             };
@@ -658,29 +739,40 @@ impl Engine {
                     progress,
                 },
             );
-            let res = shaderdata::read_from(reader, path, |r| {
-                self.record::<S, FIRST>(se, r, t, names, sink, want_addr, &mut local)
-            });
+            let res = shaderdata::read_from(reader, path, |r| order.push(r, |x| feed(se, x)));
             match res {
                 Ok(st) => {
-                    self.stats.files_ok += 1;
-                    self.stats.records += st.records;
+                    counts.files_ok += 1;
+                    counts.records += st.records;
                 }
                 Err(e) => {
                     if let Error::Json { records, .. } = &e {
-                        self.stats.records += records;
+                        counts.records += records;
                         if *records > 0 {
-                            self.stats.files_ok += 1;
+                            counts.files_ok += 1;
                         } else {
-                            self.stats.files_bad += 1;
+                            counts.files_bad += 1;
                         }
                     } else {
-                        self.stats.files_bad += 1;
+                        counts.files_bad += 1;
                     }
-                    local.warn(kind::BAD_FILE, || e.to_string());
+                    file_errors.push(e.to_string());
                 }
             }
         }
+        if let Some(se) = cur_se {
+            order.flush(|r| feed(se, r));
+        }
+        self.stats.files_ok += counts.files_ok;
+        self.stats.files_bad += counts.files_bad;
+        self.stats.records += counts.records;
+        for e in file_errors {
+            local.warn(kind::BAD_FILE, || e);
+        }
+        local.warn_n(kind::OUT_OF_ORDER, order.moved, || {
+            order.first_moved.clone()
+        });
+        local.warn_n(kind::TOO_LATE, order.late, || order.first_late.clone());
         for i in 0..self.slots.len() {
             if self.slots[i].active {
                 end_wave::<S, FIRST>(&mut self.slots[i], i, names, sink, &mut local);

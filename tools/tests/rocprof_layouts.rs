@@ -185,3 +185,137 @@ fn dispatches_go_to_code_objects_by_id() {
     let frames: Vec<&str> = got.keys().flat_map(|k| k.split(';')).collect();
     assert!(!frames.contains(&"gamma") && !frames.contains(&"alpha"));
 }
+
+/// One process's run: one code object (ID 5, user scopes `a` then `b`), one ui directory.
+fn process(a: &str, b: &str) -> sim::Sim {
+    sim::Sim {
+        codeobjs: vec![sim::CodeObj {
+            id: 5,
+            store: sim::Store::Elf,
+            funcmap_text: format!("K:_Z6kernelv@k.hip:1\nU:1:{a}\nU:2:{b}\nP:3:barrier"),
+        }],
+        uis: vec![ui(
+            "ui_output_run1",
+            vec![sim::Dispatch {
+                kernel_id: 1,
+                name: "_Z6kernelv".into(),
+                codeobj: 5,
+            }],
+            true,
+        )],
+    }
+}
+
+fn add(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
+    for (k, v) in from {
+        *into.entry(k.clone()).or_default() += v;
+    }
+}
+
+#[test]
+fn nested_layouts_are_found_with_their_own_code_objects() {
+    // DIR/<host>/<pid>/<ui dir not named ui_*>, code objects in a subdirectory, and the same
+    // code object ID meaning different code objects in the two processes.
+    let root = tempfile::tempdir().unwrap();
+    let mut want = BTreeMap::new();
+    for (pid, a, b) in [("111", "alpha", "beta"), ("222", "gamma", "delta")] {
+        let scratch = tempfile::tempdir().unwrap();
+        let truth = process(a, b).write(scratch.path());
+        add(&mut want, &truth.folded);
+        let pdir = root.path().join("host-a").join(pid);
+        std::fs::create_dir_all(pdir.join("code_objects")).unwrap();
+        std::fs::rename(
+            scratch.path().join("ui_output_run1"),
+            pdir.join(format!("decoded_{pid}")),
+        )
+        .unwrap();
+        std::fs::rename(
+            scratch.path().join("run_code_object_id_5.out"),
+            pdir.join("code_objects")
+                .join(format!("{pid}_code_object_id_5.out")),
+        )
+        .unwrap();
+    }
+    let (got, r) = folded_of(root.path());
+    assert_eq!(r.totals.ui_dirs, 2);
+    assert_eq!(got, want);
+    assert!(
+        got.contains_key("_Z6kernelv;alpha;beta") && got.contains_key("_Z6kernelv;gamma;delta")
+    );
+
+    // One ui directory given directly finds its code object in a sibling subdirectory.
+    let one = root.path().join("host-a/222/decoded_222");
+    let (got, _) = folded_of(&one);
+    assert!(got.contains_key("_Z6kernelv;gamma;delta"), "{got:?}");
+    assert!(!got.keys().any(|k| k.contains("alpha")));
+
+    // Perfetto files of same-named ui dirs do not overwrite each other.
+    let root2 = tempfile::tempdir().unwrap();
+    for pid in ["1", "2"] {
+        process("x", "y").write(&root2.path().join(pid));
+    }
+    let out = tempfile::tempdir().unwrap();
+    let p = commands::perfetto(
+        root2.path(),
+        Some(out.path()),
+        None,
+        &Options::default(),
+        &NoProgress,
+    )
+    .unwrap();
+    assert_eq!(p.files.len(), 2);
+    assert_ne!(p.files[0], p.files[1]);
+    assert!(p.files.iter().all(|f| f.is_file()));
+}
+
+/// Rewrites one shaderdata file with records swapped pairwise every `every` records.
+fn disorder(path: &std::path::Path, every: usize) -> usize {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let recs = v["records"].as_array_mut().unwrap();
+    let mut swapped = 0;
+    let mut i = 0;
+    while i + 1 < recs.len() {
+        if recs[i][0] != recs[i + 1][0] {
+            recs.swap(i, i + 1);
+            swapped += 1;
+        }
+        i += every;
+    }
+    std::fs::write(path, v.to_string()).unwrap();
+    swapped
+}
+
+#[test]
+fn records_are_put_in_time_order_with_a_warning() {
+    let s = sim::scenario(2);
+    let dir = tempfile::tempdir().unwrap();
+    let truth = s.write(dir.path());
+    let ui = dir.path().join(&s.uis[0].name);
+    let ui2 = dir.path().join(&s.uis[1].name);
+    let mut swapped = 0;
+    for f in [
+        "shaderdata_0_0.json",
+        "shaderdata_0_1.json",
+        "shaderdata_1_0.json",
+    ] {
+        swapped += disorder(&ui.join(f), 5);
+    }
+    swapped += disorder(&ui2.join("shaderdata_0_0.json"), 3);
+    assert!(swapped > 50);
+    // And the chunk files listed last to first.
+    let fpath = ui.join("filenames.json");
+    let mut fj: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fpath).unwrap()).unwrap();
+    for (_, files) in fj["shaderdata_filenames"].as_object_mut().unwrap() {
+        files.as_array_mut().unwrap().reverse();
+    }
+    std::fs::write(&fpath, fj.to_string()).unwrap();
+
+    let (got, r) = folded_of(dir.path());
+    assert_eq!(got, truth.folded);
+    assert_eq!(r.totals.run.corrected, truth.corrected_headers);
+    assert_eq!(r.diag.count(kind::OUT_OF_ORDER), swapped as u64);
+    assert_eq!(r.diag.count(kind::TOO_LATE), 0);
+    assert_eq!(r.diag.count(kind::CUT_SHORT), 0);
+}
