@@ -88,6 +88,8 @@ pub struct CodeObject {
     /// The packed layout was recorded in `code.json`'s `sqtt_funcmap_layout`, which att_tool
     /// writes; the shaderdata may then hold headers it already restored to the legacy form.
     pub layout_in_code_json: bool,
+    /// Given with `--code-object` rather than found in the directory.
+    pub from_option: bool,
     dense: Vec<(MarkerClass, u32, u32)>,
     sparse: FxHashMap<u32, (MarkerClass, u32, u32)>,
 }
@@ -129,6 +131,7 @@ impl CodeObject {
         CodeObject {
             id,
             layout_in_code_json: false,
+            from_option: false,
             encoding: funcmap.marker_encoding(),
             funcmap,
             source,

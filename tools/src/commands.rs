@@ -44,8 +44,8 @@ impl Totals {
     }
 }
 
-fn open(dir: &Path, progress: &dyn Progress) -> Result<Trace, Error> {
-    let trace = Trace::open(dir)?;
+fn open(dir: &Path, opts: &Options, progress: &dyn Progress) -> Result<Trace, Error> {
+    let trace = Trace::open_with(dir, &opts.code_objects)?;
     progress.set_total(trace.shaderdata_bytes());
     Ok(trace)
 }
@@ -63,7 +63,7 @@ pub fn flamegraph(
     opts: &Options,
     progress: &dyn Progress,
 ) -> Result<FlamegraphOutput, Error> {
-    let mut trace = open(dir, progress)?;
+    let mut trace = open(dir, opts, progress)?;
     let mut names = Names::default();
     let mut fg = Flamegraph::new();
     let mut totals = Totals::default();
@@ -99,7 +99,7 @@ pub fn perfetto(
     opts: &Options,
     progress: &dyn Progress,
 ) -> Result<PerfettoOutput, Error> {
-    let mut trace = open(dir, progress)?;
+    let mut trace = open(dir, opts, progress)?;
     if let Some(o) = out_dir {
         std::fs::create_dir_all(o).map_err(|e| Error::io(o, e))?;
     }
@@ -154,7 +154,7 @@ pub fn memory<W: Write>(
     opts: &Options,
     progress: &dyn Progress,
 ) -> Result<(MemoryOutput, Option<W>), Error> {
-    let mut trace = open(dir, progress)?;
+    let mut trace = open(dir, opts, progress)?;
     let mut names = Names::default();
     let mut totals = Totals::default();
     let out_err = |e| Error::io(Path::new("<memory output>"), e);

@@ -79,6 +79,8 @@ pub mod kind {
         "address blocks whose R: payload count differs from the framing of W: and the op kind";
     pub const ADDR_UNKNOWN_KIND: &str = "address blocks of an unknown addr_trace_ kind (skipped)";
     pub const BAD_ROW: &str = "malformed rows skipped";
+    pub const NO_CODEOBJ: &str =
+        "records dropped: their waves' code object is missing, so which records are payload is unknown";
     pub const OUT_OF_ORDER: &str =
         "records out of time order in their shader engine's files (put in time order)";
     pub const TOO_LATE: &str =

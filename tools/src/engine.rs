@@ -22,13 +22,16 @@ use crate::input::{slot_key, Occupancy, TraceDir, UiDir, WaveSpan};
 use crate::shaderdata::{self, Record};
 
 /// Options common to the tools.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Restore packed gfx12 headers and correct their times (default); `false` keeps raw values
     /// and arrival times.
     pub decode_markers: bool,
     /// Demangle function and kernel names.
     pub demangle: bool,
+    /// Files (an executable or code objects) whose funcmaps serve the dispatches whose code
+    /// object the directory does not hold (`--code-object`).
+    pub code_objects: Vec<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -36,6 +39,7 @@ impl Default for Options {
         Options {
             decode_markers: true,
             demangle: false,
+            code_objects: Vec::new(),
         }
     }
 }
@@ -185,6 +189,9 @@ pub struct RunStats {
     pub files_bad: u64,
     /// Packed headers whose time was corrected (moved earlier by at least one cycle).
     pub corrected: u64,
+    /// Records of waves with no code object: their payload counts are unknown, so they are
+    /// not read as markers at all.
+    pub unread: u64,
 }
 
 impl RunStats {
@@ -198,6 +205,7 @@ impl RunStats {
         self.files_ok += s.files_ok;
         self.files_bad += s.files_bad;
         self.corrected += s.corrected;
+        self.unread += s.unread;
     }
 }
 
@@ -205,18 +213,39 @@ impl RunStats {
 pub struct Trace {
     pub dir: TraceDir,
     files: std::collections::BTreeMap<std::path::PathBuf, Funcmap>,
+    /// The funcmaps of `--code-object` files, with their sources.
+    extra: Vec<(Funcmap, String)>,
     pub diag: Diagnostics,
 }
 
+/// IDs given to the code objects of `--code-object` files (counting down), out of the way of
+/// the IDs rocprofv3 gives.
+const EXTRA_ID_BASE: u64 = u64::MAX - 1;
+
 impl Trace {
     pub fn open(path: &Path) -> Result<Trace, Error> {
+        Trace::open_with(path, &[])
+    }
+
+    /// Opens a trace directory, with `code_objects` (`--code-object` files) as the funcmap
+    /// source of dispatches whose code object the directory does not hold.
+    pub fn open_with(path: &Path, code_objects: &[std::path::PathBuf]) -> Result<Trace, Error> {
+        let mut extra = Vec::new();
+        for f in code_objects {
+            extra.extend(read_option_code_objects(f)?);
+        }
         let dir = TraceDir::open(path)?;
         let mut diag = Diagnostics::default();
         for w in &dir.warnings {
             diag.warn(kind::BAD_FILE, || w.clone());
         }
         let files = dir.read_code_objects(&mut diag);
-        Ok(Trace { dir, files, diag })
+        Ok(Trace {
+            dir,
+            files,
+            extra,
+            diag,
+        })
     }
 
     /// Total bytes of shaderdata, for progress.
@@ -254,13 +283,24 @@ impl Trace {
                 .warn(kind::NO_OCCUPANCY_FILE, || ui.path.display().to_string());
             Occupancy::default()
         };
-        let mut tables = Tables::new(codeobjs, occ, *opts, names, &mut self.diag);
+        let mut codeobjs = codeobjs;
+        let first_extra = codeobjs.len();
+        let dw = ui.default_wave_size();
+        for (i, (map, src)) in self.extra.iter().enumerate() {
+            let mut co = CodeObject::new(EXTRA_ID_BASE - i as u64, map.clone(), src.clone(), dw);
+            co.from_option = true;
+            codeobjs.push(co);
+        }
+        let hint = missing_hint(&self.dir, ui, &codeobjs[..first_extra]);
+        let mut tables = Tables::new(codeobjs, occ, opts.clone(), names, &mut self.diag);
+        tables.missing_hint = hint;
         let packed = opts.decode_markers && tables.encodings.iter().any(|e| e.has_shader_clock());
         let mut engine = Engine {
             slots: Vec::new(),
             index: FxHashMap::default(),
             cache: Box::new([(0, 0); SLOT_CACHE]),
             stats: RunStats::default(),
+            first_unread: None,
         };
         if packed {
             engine.pass::<_, true>(
@@ -277,6 +317,57 @@ impl Trace {
         engine.pass::<_, false>(ui, &mut tables, names, sink, progress, &mut self.diag)?;
         Ok(engine.stats)
     }
+}
+
+/// The funcmaps of one `--code-object` file: one per code object that has a funcmap.
+fn read_option_code_objects(f: &Path) -> Result<Vec<(Funcmap, String)>, Error> {
+    let bad = |reason: String| Error::CodeObjectOption {
+        path: f.to_path_buf(),
+        reason,
+    };
+    let cos = sqtt_codeobj::read_path(f).map_err(|e| bad(e.to_string()))?;
+    let n = cos.len();
+    let mut out = Vec::new();
+    let mut malformed = None;
+    for co in cos {
+        match co.funcmap {
+            sqtt_codeobj::FuncmapState::Present { map, .. } => {
+                out.push((map, format!("{} ({})", f.display(), co.location)));
+            }
+            sqtt_codeobj::FuncmapState::Malformed(e) => {
+                malformed.get_or_insert(e.to_string());
+            }
+            _ => {}
+        }
+    }
+    if out.is_empty() {
+        return Err(bad(match malformed {
+            Some(e) => format!("malformed .sqtt_funcmap section: {e}"),
+            None => format!("none of its {n} code objects has a .sqtt_funcmap section"),
+        }));
+    }
+    Ok(out)
+}
+
+/// What was looked for when a wave's code object is missing, for the warning.
+fn missing_hint(dir: &TraceDir, ui: &UiDir, found: &[CodeObject]) -> String {
+    let searched: Vec<String> = dir
+        .searched
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let have: Vec<String> = found.iter().map(|c| c.id.to_string()).collect();
+    format!(
+        "looked for *_code_object_id_<N>.out in and below {} and for sqtt_funcmap rows in {}; \
+         code objects found: {}; give the executable or code object with --code-object FILE",
+        searched.join(", "),
+        ui.path.join("code.json").display(),
+        if have.is_empty() {
+            "none".to_string()
+        } else {
+            have.join(", ")
+        }
+    )
 }
 
 struct NoBytes;
@@ -338,6 +429,8 @@ struct Tables<'a> {
     /// The correction domains, and their index by `(se, cu, simd, clock_bits, clock_shift)`.
     domains: Vec<Domain>,
     domain_index: FxHashMap<(u32, u32, u32, u32, u32), usize>,
+    /// What was looked for, for the warning about waves with no code object.
+    missing_hint: String,
     /// Per code object: its packed headers were already restored to the legacy form (and
     /// their times corrected) by att_tool; they are read as legacy headers.
     normalised: Vec<bool>,
@@ -386,6 +479,7 @@ impl<'a> Tables<'a> {
         let no_occ_frame = names.intern("unknown_kernel");
         let n = codeobjs.len();
         Tables {
+            missing_hint: String::new(),
             normalised: vec![false; n],
             packed_seen: vec![0; n],
             packed_clocked: vec![0; n],
@@ -508,7 +602,12 @@ fn codeobj_of_dispatch(
         .map(|(i, _)| i)
         .collect();
     let Some(&first) = matching.first() else {
-        return Ok(None);
+        // No ID and no name found: the code object of `--code-object` when there is one.
+        let mut extra = codeobjs.iter().enumerate().filter(|(_, c)| c.from_option);
+        return Ok(match (extra.next(), extra.next()) {
+            (Some((i, _)), None) => Some(i),
+            _ => None,
+        });
     };
     if matching
         .iter()
@@ -665,6 +764,8 @@ struct Engine {
     /// A direct-mapped cache in front of `index`: `(key, slot + 1)`, 0 when empty.
     cache: Box<[(u64, u32); SLOT_CACHE]>,
     stats: RunStats,
+    /// The dispatch of the first record not read for want of a code object.
+    first_unread: Option<Option<u64>>,
 }
 
 const SLOT_CACHE: usize = 1024;
@@ -773,6 +874,21 @@ impl Engine {
             order.first_moved.clone()
         });
         local.warn_n(kind::TOO_LATE, order.late, || order.first_late.clone());
+        if let Some(d) = self.first_unread {
+            local.warn_n(kind::NO_CODEOBJ, self.stats.unread, || {
+                let what = match d {
+                    Some(kid) => {
+                        let name = t.occ.dispatches.get(&kid).cloned().unwrap_or_default();
+                        match t.occ.dispatch_codeobj.get(&kid) {
+                            Some(co) => format!("dispatch {kid} ({name}) of code object {co}"),
+                            None => format!("dispatch {kid} ({name})"),
+                        }
+                    }
+                    None => "a wave with no occupancy".to_string(),
+                };
+                format!("{}: {what}; {}", ui.path.display(), t.missing_hint)
+            });
+        }
         for i in 0..self.slots.len() {
             if self.slots[i].active {
                 end_wave::<S, FIRST>(&mut self.slots[i], i, names, sink, &mut local);
@@ -858,6 +974,16 @@ impl Engine {
                     se, r.cu, r.simd, r.wave_id, r.time
                 )
             });
+        }
+        if slot.co.is_none() {
+            // Which records are payload is unknown without the funcmap: none is read, but the
+            // wave still lasts until its last record.
+            self.stats.unread += 1;
+            slot.last_t = slot.last_t.max(r.time);
+            if self.first_unread.is_none() {
+                self.first_unread = Some(slot.wave.dispatch);
+            }
+            return;
         }
         if slot.pending > 0 {
             self.stats.payload_records += 1;

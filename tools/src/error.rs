@@ -24,6 +24,9 @@ pub enum Error {
         path: PathBuf,
         error: sqtt_markers::ParseError,
     },
+    /// A `--code-object` file that cannot serve as a funcmap source.
+    #[error("--code-object {}: {reason}", path.display())]
+    CodeObjectOption { path: PathBuf, reason: String },
     /// A code object file `sqtt-codeobj` could not read (the message names the file).
     #[error("{0}")]
     CodeObject(String),

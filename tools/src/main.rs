@@ -60,12 +60,17 @@ struct Common {
     /// Keep packed gfx12 marker values and arrival times (no timestamp correction).
     #[arg(long)]
     no_decode_markers: bool,
+    /// The built executable or a code object whose .sqtt_funcmap serves the dispatches whose
+    /// code object the directory lacks (repeatable).
+    #[arg(long = "code-object", value_name = "FILE")]
+    code_object: Vec<PathBuf>,
 }
 
 impl Common {
     fn options(&self) -> Options {
         Options {
             decode_markers: !self.no_decode_markers,
+            code_objects: self.code_object.clone(),
             demangle: self.demangle,
         }
     }
@@ -256,8 +261,12 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("sqtt: error: {e:#}");
-            // 2 for the usage errors the thread-trace subcommands find themselves, else 1.
-            ExitCode::from(tt::exit_code(&e) as u8)
+            // 2 for usage errors (a bad option value), else 1.
+            let usage = matches!(
+                e.downcast_ref::<sqtt_tools::Error>(),
+                Some(sqtt_tools::Error::CodeObjectOption { .. })
+            );
+            ExitCode::from(if usage { 2 } else { tt::exit_code(&e) as u8 })
         }
     }
 }

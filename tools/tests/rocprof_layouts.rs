@@ -319,3 +319,67 @@ fn records_are_put_in_time_order_with_a_warning() {
     assert_eq!(r.diag.count(kind::TOO_LATE), 0);
     assert_eq!(r.diag.count(kind::CUT_SHORT), 0);
 }
+
+#[test]
+fn missing_code_objects_are_named_and_their_records_dropped() {
+    let root = tempfile::tempdir().unwrap();
+    let truth = process("alpha", "beta").write(root.path());
+    let keep = tempfile::tempdir().unwrap();
+    let co = keep.path().join("app.co");
+    std::fs::rename(root.path().join("run_code_object_id_5.out"), &co).unwrap();
+
+    let (got, r) = folded_of(root.path());
+    // Payload counts unknown: nothing is read as a marker, each wave keeps its time.
+    let total: u64 = truth.folded.values().sum();
+    assert_eq!(got, BTreeMap::from([("_Z6kernelv".to_string(), total)]));
+    assert_eq!(r.diag.count(kind::NO_CODEOBJ), truth.records);
+    assert_eq!(r.totals.run.unread, truth.records);
+    let text = r.diag.to_string();
+    assert!(text.contains("of code object 5"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "looked for *_code_object_id_<N>.out in and below {}",
+            root.path().display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("ui_output_run1/code.json") && text.contains("found: none"));
+
+    // --code-object gives the funcmap back.
+    let o = Options {
+        code_objects: vec![co.clone()],
+        ..Options::default()
+    };
+    let r = commands::flamegraph(root.path(), &o, &NoProgress).unwrap();
+    let got: BTreeMap<String, u64> = r.folded.into_iter().collect();
+    assert_eq!(got, truth.folded);
+    assert_eq!(r.diag.count(kind::NO_CODEOBJ), 0);
+
+    // The same from the command line; a bad --code-object is a usage error naming it.
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_sqtt"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let dir = root.path().to_str().unwrap();
+    let o = run(&["flamegraph", dir, "--code-object", co.to_str().unwrap()]);
+    assert!(o.status.success());
+    let folded = String::from_utf8(o.stdout).unwrap();
+    assert!(folded.contains("_Z6kernelv;alpha;beta "), "{folded}");
+    for bad in ["/nonexistent/app", keep.path().to_str().unwrap()] {
+        let o = run(&["flamegraph", dir, "--code-object", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert!(err.contains(&format!("--code-object {bad}")), "{err}");
+    }
+    let text_file = keep.path().join("notes.txt");
+    std::fs::write(&text_file, "not a code object").unwrap();
+    let o = run(&[
+        "flamegraph",
+        dir,
+        "--code-object",
+        text_file.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}
