@@ -1,7 +1,6 @@
 //! The subcommands as library functions (the binary only parses arguments and prints).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::diag::{Diagnostics, Progress};
@@ -9,6 +8,7 @@ use crate::engine::{Names, Options, RunStats, Trace};
 use crate::error::Error;
 use crate::flamegraph::Flamegraph;
 use crate::memory::MemoryReport;
+use crate::output::AtomicFile;
 use crate::perfetto::Perfetto;
 
 /// Counts over all ui directories: the per-directory counts summed, and how many there were.
@@ -91,7 +91,7 @@ pub struct PerfettoOutput {
 }
 
 /// Writes `<ui dir name>.perfetto.json` for every ui directory, into `out_dir` or beside the
-/// ui directory.
+/// ui directory. Existing files are replaced only when the whole run succeeds.
 pub fn perfetto(
     dir: &Path,
     out_dir: Option<&Path>,
@@ -106,6 +106,7 @@ pub fn perfetto(
     let mut names = Names::default();
     let mut totals = Totals::default();
     let mut files = Vec::new();
+    let mut pending = Vec::new();
     let mut events = 0;
     for ui in trace.dir.ui_dirs.clone() {
         let target_dir = match out_dir {
@@ -117,18 +118,21 @@ pub fn perfetto(
                 .unwrap_or_else(|| PathBuf::from(".")),
         };
         let path = target_dir.join(format!("{}.perfetto.json", ui.name));
-        let f = File::create(&path).map_err(|e| Error::io(&path, e))?;
-        let mut sink = Perfetto::new(BufWriter::with_capacity(64 << 10, f), &ui.name, clock_ghz)
-            .map_err(|e| Error::io(&path, e))?;
+        let f = AtomicFile::create(&path).map_err(|e| Error::io(&path, e))?;
+        let mut sink = Perfetto::new(f, &ui.name, clock_ghz).map_err(|e| Error::io(&path, e))?;
         let st = trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?;
         totals.add(&st);
         sink.report(&mut trace.diag);
         events += sink.events;
-        sink.finish().map_err(|e| Error::io(&path, e))?;
+        pending.push(sink.finish().map_err(|e| Error::io(&path, e))?);
         files.push(path);
     }
     progress.finish();
     totals.check(dir)?;
+    for f in pending {
+        let path = f.target().to_path_buf();
+        f.commit().map_err(|e| Error::io(&path, e))?;
+    }
     Ok(PerfettoOutput {
         files,
         events,

@@ -14,6 +14,7 @@ pub mod error;
 pub mod flamegraph;
 pub mod input;
 pub mod memory;
+pub mod output;
 pub mod perfetto;
 pub mod shaderdata;
 

@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use sqtt_thread_trace::cli as tt;
 use sqtt_tools::diag::{Diagnostics, NoProgress, Progress};
 use sqtt_tools::engine::Options;
+use sqtt_tools::output::AtomicFile;
 
 #[derive(Parser)]
 #[command(
@@ -196,10 +197,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             sqtt_tools::flamegraph::write_folded(&mut out, &r.folded)?;
             out.flush()?;
             if let Some(svg) = &a.svg {
-                let f = std::fs::File::create(svg)
+                // Replaces an existing SVG only once the new one is complete.
+                let mut f = AtomicFile::create(svg)
                     .with_context(|| format!("cannot create {}", svg.display()))?;
-                sqtt_tools::flamegraph::write_svg(std::io::BufWriter::new(f), &r.folded, &a.title)
+                sqtt_tools::flamegraph::write_svg(&mut f, &r.folded, &a.title)
                     .map_err(|e| anyhow::anyhow!("{}: {e}", svg.display()))?;
+                f.commit()
+                    .with_context(|| format!("cannot write {}", svg.display()))?;
             }
         }
         Command::Perfetto(a) => {
@@ -222,16 +226,35 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Memory(a) => {
             let p = progress();
             let opts = a.common.options();
-            let out: Option<Box<dyn Write>> = match (&a.output, a.summary) {
-                (Some(path), _) => Some(Box::new(std::io::BufWriter::new(
-                    std::fs::File::create(path)
-                        .with_context(|| format!("cannot create {}", path.display()))?,
-                ))),
-                (None, false) => Some(Box::new(std::io::BufWriter::new(std::io::stdout()))),
-                (None, true) => None,
+            let dir = &a.common.dir;
+            let r = match (&a.output, a.summary) {
+                (Some(path), _) => {
+                    // Replaces an existing report only once the new one is complete.
+                    let f = AtomicFile::create(path)
+                        .with_context(|| format!("cannot create {}", path.display()))?;
+                    let (r, f) =
+                        sqtt_tools::commands::memory(dir, Some(f), a.access_size, &opts, &*p)?;
+                    if let Some(f) = f {
+                        f.commit()
+                            .with_context(|| format!("cannot write {}", path.display()))?;
+                    }
+                    r
+                }
+                (None, false) => {
+                    let out = std::io::BufWriter::new(std::io::stdout());
+                    sqtt_tools::commands::memory(dir, Some(out), a.access_size, &opts, &*p)?.0
+                }
+                (None, true) => {
+                    sqtt_tools::commands::memory::<std::io::Sink>(
+                        dir,
+                        None,
+                        a.access_size,
+                        &opts,
+                        &*p,
+                    )?
+                    .0
+                }
             };
-            let (r, _) =
-                sqtt_tools::commands::memory(&a.common.dir, out, a.access_size, &opts, &*p)?;
             warn(&r.diag);
             if a.summary {
                 let mut out = std::io::stdout().lock();

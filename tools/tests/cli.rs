@@ -174,3 +174,84 @@ fn no_decode_markers_keeps_raw_values() {
     assert!(raw.iter().any(|v| v >> 20 != 0));
     assert!(raw.iter().all(|v| (v >> 2) & 0x3FFFF == 4));
 }
+
+/// Names in `dir` other than `keep`.
+fn others(dir: &Path, keep: &[&str]) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !keep.contains(&n.as_str()))
+        .collect()
+}
+
+#[test]
+fn failed_runs_leave_existing_outputs_untouched() {
+    let out = tempfile::tempdir().unwrap();
+    let old = "OLD CONTENT\n";
+
+    // sqtt memory -o with a missing input directory.
+    let report = out.path().join("out.json");
+    std::fs::write(&report, old).unwrap();
+    let o = sqtt(&["memory", "/nonexistent/trace", "-o", s(&report)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), old);
+
+    // sqtt perfetto -o when every shaderdata file turns out unreadable (the sinks are
+    // written before the run finds out).
+    let dir = tempfile::tempdir().unwrap();
+    let truth_sim = sim::scenario(1);
+    truth_sim.write(dir.path());
+    for ui in &truth_sim.uis {
+        for e in std::fs::read_dir(dir.path().join(&ui.name)).unwrap() {
+            let p = e.unwrap().path();
+            if p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("shaderdata_")
+            {
+                std::fs::write(&p, "garbage").unwrap();
+            }
+        }
+    }
+    let existing = format!("{}.perfetto.json", truth_sim.uis[0].name);
+    std::fs::write(out.path().join(&existing), old).unwrap();
+    let o = sqtt(&["perfetto", s(dir.path()), "-o", s(out.path())]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        std::fs::read_to_string(out.path().join(&existing)).unwrap(),
+        old
+    );
+
+    // --svg whose render fails (no stack has any cycles).
+    let empty = tempfile::tempdir().unwrap();
+    std::fs::create_dir(empty.path().join("ui_output_x")).unwrap();
+    std::fs::write(
+        empty.path().join("ui_output_x/shaderdata_0_0.json"),
+        r#"{"records":[[100,4,0,0,0,0]]}"#,
+    )
+    .unwrap();
+    let svg = out.path().join("out.svg");
+    std::fs::write(&svg, old).unwrap();
+    let o = sqtt(&["flamegraph", s(empty.path()), "--svg", s(&svg)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&svg).unwrap(), old);
+
+    // No temporary files are left behind.
+    assert!(
+        others(out.path(), &["out.json", "out.svg", &existing]).is_empty(),
+        "{:?}",
+        others(out.path(), &[])
+    );
+
+    // A successful run replaces them.
+    let good = tempfile::tempdir().unwrap();
+    sim::scenario(1).write(good.path());
+    let o = sqtt(&["memory", s(good.path()), "-o", s(&report)]);
+    assert!(o.status.success());
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(v["traces"].is_array());
+    let o = sqtt(&["flamegraph", s(good.path()), "--svg", s(&svg)]);
+    assert!(o.status.success());
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+}
