@@ -10,6 +10,7 @@ use crate::flamegraph::Flamegraph;
 use crate::memory::MemoryReport;
 use crate::output::AtomicFile;
 use crate::perfetto::Perfetto;
+use crate::stats::{Stats, StatsReport};
 
 /// Counts over all ui directories: the per-directory counts summed, and how many there were.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -136,6 +137,37 @@ pub fn perfetto(
     Ok(PerfettoOutput {
         files,
         events,
+        diag: trace.diag,
+        totals,
+    })
+}
+
+/// Result of `sqtt stats`.
+pub struct StatsOutput {
+    pub report: StatsReport,
+    pub diag: Diagnostics,
+    pub totals: Totals,
+}
+
+/// Gathers the per-kernel and per-scope duration statistics of every ui directory, merged.
+pub fn stats(
+    dir: &Path,
+    clock_ghz: Option<f64>,
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<StatsOutput, Error> {
+    let mut trace = open(dir, opts, progress)?;
+    let mut names = Names::default();
+    let mut sink = Stats::new();
+    let mut totals = Totals::default();
+    for ui in trace.dir.ui_dirs.clone() {
+        let st = trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?;
+        totals.add(&st);
+    }
+    progress.finish();
+    totals.check(dir)?;
+    Ok(StatsOutput {
+        report: sink.report(&names, clock_ghz),
         diag: trace.diag,
         totals,
     })

@@ -17,5 +17,6 @@ pub mod memory;
 pub mod output;
 pub mod perfetto;
 pub mod shaderdata;
+pub mod stats;
 
 pub use error::Error;

@@ -31,6 +31,8 @@ enum Command {
     Flamegraph(FlamegraphArgs),
     /// One Chrome Trace Event JSON per ui_* directory, for the Perfetto UI.
     Perfetto(PerfettoArgs),
+    /// Per kernel and per scope: count, total, mean, min and max duration, sorted by total.
+    Stats(StatsArgs),
     /// Address-trace blocks as JSON, or a per-op summary.
     Memory(MemoryArgs),
     /// The waves of one shader engine's raw thread trace.
@@ -97,8 +99,23 @@ struct PerfettoArgs {
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     output: Option<PathBuf>,
     /// Shader clock in GHz: timestamps become ns (default: cycles labelled as ns).
-    #[arg(long, value_name = "GHZ", value_parser = parse_ghz)]
+    #[arg(long, value_name = "GHZ", value_parser = parse_ghz, allow_hyphen_values = true)]
     clock_rate_ghz: Option<f64>,
+}
+
+#[derive(Args)]
+struct StatsArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Shader clock in GHz: durations also in ns.
+    #[arg(long, value_name = "GHZ", value_parser = parse_ghz, allow_hyphen_values = true)]
+    clock_rate_ghz: Option<f64>,
+    /// CSV instead of the text table.
+    #[arg(long, conflicts_with = "json")]
+    csv: bool,
+    /// JSON (schema "sqtt-stats", versioned) instead of the text table.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -219,6 +236,28 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             for f in &r.files {
                 eprintln!("sqtt: wrote {}", f.display());
             }
+        }
+        Command::Stats(a) => {
+            let p = progress();
+            let r = sqtt_tools::commands::stats(
+                &a.common.dir,
+                a.clock_rate_ghz,
+                &a.common.options(),
+                &*p,
+            )?;
+            warn(&r.diag);
+            let text = if a.json {
+                let mut s = serde_json::to_string_pretty(&r.report)?;
+                s.push('\n');
+                s
+            } else if a.csv {
+                sqtt_tools::stats::to_csv(&r.report)
+            } else {
+                sqtt_tools::stats::to_text(&r.report)
+            };
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
         }
         Command::Waves(a) => tt::run_waves(&a, &mut std::io::stdout().lock())?,
         Command::Clock(a) => tt::run_clock(&a, &mut std::io::stdout().lock())?,

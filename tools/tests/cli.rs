@@ -255,3 +255,69 @@ fn failed_runs_leave_existing_outputs_untouched() {
     assert!(o.status.success());
     assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
 }
+
+#[test]
+fn stats_text_csv_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = sim::scenario(1).write(dir.path());
+    // kernel_b's helper function: every instance, from the ground truth.
+    let helper = &truth.scopes[&(
+        "_Z8kernel_bv".to_string(),
+        "function".to_string(),
+        "_Z6helperf".to_string(),
+    )];
+    let total: u64 = helper.iter().sum();
+
+    let o = sqtt(&["stats", s(dir.path())]);
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.ends_with("_Z8kernel_bv / _Z6helperf"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(cols[0], "function");
+    assert_eq!(cols[1], helper.len().to_string());
+    assert_eq!(cols[2], total.to_string());
+
+    let o = sqtt(&["stats", s(dir.path()), "--csv", "--clock-rate-ghz", "2"]);
+    assert!(o.status.success());
+    let csv = String::from_utf8(o.stdout).unwrap();
+    assert!(csv.starts_with(
+        "kernel,scope,kind,count,total_cycles,mean_cycles,min_cycles,max_cycles,total_ns,"
+    ));
+    let row = csv
+        .lines()
+        .find(|l| l.starts_with("\"_Z8kernel_bv\",\"_Z6helperf\",function,"))
+        .unwrap();
+    let f: Vec<&str> = row.split(',').collect();
+    assert_eq!(f[4], total.to_string());
+    assert_eq!(f[8].parse::<f64>().unwrap(), total as f64 / 2.0);
+    // Names with commas stay one field.
+    assert!(csv.contains("\"kernel_a(float*, int)\",\"\",kernel,"));
+
+    let o = sqtt(&["stats", s(dir.path()), "--json"]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema"], "sqtt-stats");
+    assert_eq!(v["version"], 1);
+    let totals: Vec<u64> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["total_cycles"].as_u64().unwrap())
+        .collect();
+    assert!(totals.windows(2).all(|w| w[0] >= w[1]));
+
+    for bad in ["-1", "0", "fast"] {
+        let o = sqtt(&["stats", s(dir.path()), "--clock-rate-ghz", bad]);
+        assert_eq!(o.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(
+            err.contains(&format!("invalid value '{bad}' for '--clock-rate-ghz")),
+            "{err}"
+        );
+    }
+    let o = sqtt(&["stats", s(dir.path()), "--csv", "--json"]);
+    assert_eq!(o.status.code(), Some(2));
+}

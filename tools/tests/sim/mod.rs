@@ -147,6 +147,10 @@ pub struct Truth {
     pub records: u64,
     pub unmatched_enter: u64,
     pub corrected_headers: u64,
+    /// Durations of every scope instance, by (kernel, "function" or "user", scope).
+    pub scopes: BTreeMap<(String, String, String), Vec<u64>>,
+    /// Durations of every wave (start to end), by kernel.
+    pub waves: BTreeMap<String, Vec<u64>>,
 }
 
 /// The Perfetto thread ID of the documented scheme (instances from 256 on, which the tool numbers
@@ -333,6 +337,14 @@ impl Sim {
             let events: &mut Vec<PEvent> = pev.entry((w.dispatch, tidv)).or_default();
             let prefix = d.name.clone();
             let mut stack: Vec<(String, &'static str)> = Vec::new();
+            let mut starts: Vec<u64> = Vec::new();
+            let kind_of = |cat: &str| {
+                if cat == "sqtt.function" {
+                    "function"
+                } else {
+                    "user"
+                }
+            };
             let mut last = w.start;
             let mut last_arrival = w.start;
             let mut prev_arrival = 0u64;
@@ -459,12 +471,19 @@ impl Sim {
                     last_arrival = arrival;
                     if flags & 1 == 1 {
                         let (f, cat) = stack.pop().expect("sim exit with empty stack");
+                        let t0 = starts.pop().expect("sim start");
+                        truth
+                            .scopes
+                            .entry((prefix.clone(), kind_of(cat).into(), f.clone()))
+                            .or_default()
+                            .push(observed - t0);
                         events.push(("E".into(), f, cat.into(), observed));
                     }
                     if flags & 2 == 2 {
                         let (f, cat) = name_of(id);
                         events.push(("B".into(), f.clone(), cat.into(), observed));
                         stack.push((f, cat));
+                        starts.push(observed);
                     }
                 } else {
                     let (f, _) = name_of(id);
@@ -490,7 +509,18 @@ impl Sim {
             let end = t + 200;
             *truth.folded.entry(path(&stack)).or_default() += end - last;
             *truth.folded_arrival.entry(path(&stack)).or_default() += end - last_arrival;
+            truth
+                .waves
+                .entry(prefix.clone())
+                .or_default()
+                .push(end - w.start);
             while let Some((f, cat)) = stack.pop() {
+                let t0 = starts.pop().expect("sim start");
+                truth
+                    .scopes
+                    .entry((prefix.clone(), kind_of(cat).into(), f.clone()))
+                    .or_default()
+                    .push(end - t0);
                 truth.unmatched_enter += 1;
                 events.push(("E".into(), f, cat.into(), end));
             }
