@@ -15,7 +15,7 @@ use rustc_hash::FxHashMap;
 use sqtt_markers::encoding::decode_marker_value_with;
 use sqtt_markers::{DecodedMarker, Entry, Funcmap, MarkerEncoding};
 
-use crate::codeobj::{demangle, AddrCategory, CodeObject, MarkerClass};
+use crate::codeobj::{demangle, short_name, AddrCategory, CodeObject, MarkerClass};
 use crate::diag::{kind, Diagnostics, Progress};
 use crate::error::Error;
 use crate::input::{slot_key, Occupancy, TraceDir, UiDir, WaveSpan};
@@ -29,9 +29,23 @@ pub struct Options {
     pub decode_markers: bool,
     /// Demangle function and kernel names.
     pub demangle: bool,
+    /// Show kernel and function names demangled and without template arguments, parameter
+    /// lists or return types.
+    pub short_names: bool,
     /// Files (an executable or code objects) whose funcmaps serve the dispatches whose code
     /// object the directory does not hold (`--code-object`).
     pub code_objects: Vec<std::path::PathBuf>,
+}
+
+impl Options {
+    /// A kernel or function name as the options want it shown.
+    pub fn show(&self, name: &str) -> String {
+        match (self.demangle || self.short_names, self.short_names) {
+            (_, true) => short_name(&demangle(name)),
+            (true, false) => demangle(name),
+            _ => name.to_string(),
+        }
+    }
 }
 
 impl Default for Options {
@@ -39,6 +53,7 @@ impl Default for Options {
         Options {
             decode_markers: true,
             demangle: false,
+            short_names: false,
             code_objects: Vec::new(),
         }
     }
@@ -464,11 +479,7 @@ impl<'a> Tables<'a> {
                     format!("dispatch {kid} ({kname})")
                 });
             }
-            let shown = if opts.demangle {
-                demangle(kname)
-            } else {
-                kname.clone()
-            };
+            let shown = opts.show(kname);
             let frame = names.intern(if shown.is_empty() {
                 "unknown_kernel"
             } else {
@@ -541,7 +552,7 @@ impl<'a> Tables<'a> {
             .or(self.single_co);
         let name = co
             .and_then(|i| self.codeobjs[i].kernel_names().next().map(str::to_string))
-            .map(|k| if self.opts.demangle { demangle(&k) } else { k })
+            .map(|k| self.opts.show(&k))
             .unwrap_or_else(|| format!("dispatch_{kid}"));
         let v = (co, names.intern(&name));
         self.dispatch.insert(kid, v);
@@ -556,8 +567,8 @@ impl<'a> Tables<'a> {
                 if (id as usize) < v.len() && v[id as usize] != u32::MAX {
                     return v[id as usize];
                 }
-                let name = if self.opts.demangle && e.kind == sqtt_markers::EntryKind::Function {
-                    demangle(&e.name)
+                let name = if e.kind == sqtt_markers::EntryKind::Function {
+                    self.opts.show(&e.name)
                 } else {
                     e.name.clone()
                 };

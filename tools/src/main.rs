@@ -60,6 +60,10 @@ struct Common {
     /// Demangle C++ names.
     #[arg(long)]
     demangle: bool,
+    /// Show kernel and function names demangled and without template arguments, parameter
+    /// lists or return types.
+    #[arg(long)]
+    short_names: bool,
     /// Keep packed gfx12 marker values and arrival times (no timestamp correction).
     #[arg(long)]
     no_decode_markers: bool,
@@ -74,6 +78,7 @@ impl Common {
         Options {
             decode_markers: !self.no_decode_markers,
             code_objects: self.code_object.clone(),
+            short_names: self.short_names,
             demangle: self.demangle,
         }
     }

@@ -383,3 +383,72 @@ fn missing_code_objects_are_named_and_their_records_dropped() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn short_names_drop_templates_parameters_and_return_types() {
+    const KERNEL: &str = "_ZN7rocprim6detail11scan_kernelINS0_6configILj256EEEiEEvPT0_jSt4pairIifE";
+    const REDUCE: &str = "_ZNK7rocprim6detail10block_scanIiE6reduceIZ4mainEUliE_EEiiT_";
+    const HELPER: &str = "_ZN7rocprim6detail12_GLOBAL__N_16helperEPFiiEc";
+    // The names a reader wants (by hand, from the demangled forms).
+    let short = BTreeMap::from([
+        (KERNEL, "rocprim::detail::scan_kernel"),
+        (REDUCE, "rocprim::detail::block_scan::reduce"),
+        (HELPER, "rocprim::detail::(anonymous namespace)::helper"),
+        ("tile<8>", "tile<8>"),
+    ]);
+    let s = sim::Sim {
+        codeobjs: vec![sim::CodeObj {
+            id: 1,
+            store: sim::Store::Elf,
+            funcmap_text: format!(
+                "K:{KERNEL}@r.hip:1\nF:1:{REDUCE}@r.hip:2\nF:2:{HELPER}@r.hip:3\nU:3:tile<8>"
+            ),
+        }],
+        uis: vec![ui(
+            "ui_output_agent_1_dispatch_1",
+            vec![sim::Dispatch {
+                kernel_id: 1,
+                name: KERNEL.into(),
+                codeobj: 1,
+            }],
+            false,
+        )],
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let truth = s.write(dir.path());
+    // The simulated waves enter 1 then 2 (see `wave`); user scope 3 is not used by them.
+    let mut want: BTreeMap<String, u64> = BTreeMap::new();
+    for (k, v) in &truth.folded {
+        let k: Vec<&str> = k.split(';').map(|f| short[f]).collect();
+        *want.entry(k.join(";")).or_default() += v;
+    }
+    let o = Options {
+        short_names: true,
+        ..Options::default()
+    };
+    let r = commands::flamegraph(dir.path(), &o, &NoProgress).unwrap();
+    let got: BTreeMap<String, u64> = r.folded.into_iter().collect();
+    assert_eq!(got, want);
+    assert!(got.contains_key(
+        "rocprim::detail::scan_kernel;rocprim::detail::block_scan::reduce;rocprim::detail::(anonymous namespace)::helper"
+    ));
+
+    // Tables and slices use the same names.
+    let st = commands::stats(dir.path(), None, &o, &NoProgress).unwrap();
+    for row in &st.report.rows {
+        assert_eq!(row.kernel, "rocprim::detail::scan_kernel");
+        if let Some(s) = &row.scope {
+            assert!(short.values().any(|v| v == s), "{s}");
+        }
+    }
+    let out = tempfile::tempdir().unwrap();
+    let p = commands::perfetto(dir.path(), Some(out.path()), None, &o, &NoProgress).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p.files[0]).unwrap()).unwrap();
+    for e in v["traceEvents"].as_array().unwrap() {
+        if e["ph"] == "B" {
+            let n = e["name"].as_str().unwrap();
+            assert!(short.values().any(|v| *v == n), "{n}");
+        }
+    }
+}
