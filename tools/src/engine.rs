@@ -613,10 +613,19 @@ fn codeobj_of_dispatch(
         .map(|(i, _)| i)
         .collect();
     let Some(&first) = matching.first() else {
-        // No ID and no name found: the code object of `--code-object` when there is one.
-        let mut extra = codeobjs.iter().enumerate().filter(|(_, c)| c.from_option);
-        return Ok(match (extra.next(), extra.next()) {
-            (Some((i, _)), None) => Some(i),
+        // No ID and no name found: the code object of `--code-object` when there is one
+        // (or several with one funcmap, as an executable built for several targets has).
+        let extra: Vec<usize> = (0..codeobjs.len())
+            .filter(|&i| codeobjs[i].from_option)
+            .collect();
+        return Ok(match extra.first() {
+            Some(&f)
+                if extra
+                    .iter()
+                    .all(|&i| codeobjs[i].funcmap.entries == codeobjs[f].funcmap.entries) =>
+            {
+                Some(f)
+            }
             _ => None,
         });
     };

@@ -355,6 +355,26 @@ fn missing_code_objects_are_named_and_their_records_dropped() {
     assert_eq!(got, truth.folded);
     assert_eq!(r.diag.count(kind::NO_CODEOBJ), 0);
 
+    // The C++ writer's name ("<co> / 0x<addr>") matches no K: row: the --code-object funcmap
+    // still serves it, also when given by several code objects with one funcmap (an
+    // executable built for several targets).
+    let mut s = process("alpha", "beta");
+    s.uis[0].python_events = false;
+    s.uis[0].dispatches[0].name = "5 / 0x5000".into();
+    let cpp = tempfile::tempdir().unwrap();
+    let truth_cpp = s.write(cpp.path());
+    std::fs::remove_file(cpp.path().join("run_code_object_id_5.out")).unwrap();
+    let twin = keep.path().join("app_gfx1100.co");
+    std::fs::copy(&co, &twin).unwrap();
+    let o = Options {
+        code_objects: vec![co.clone(), twin],
+        ..Options::default()
+    };
+    let r = commands::flamegraph(cpp.path(), &o, &NoProgress).unwrap();
+    let got: BTreeMap<String, u64> = r.folded.into_iter().collect();
+    assert_eq!(got, truth_cpp.folded);
+    assert!(got.contains_key("5 / 0x5000;alpha;beta"));
+
     // The same from the command line; a bad --code-object is a usage error naming it.
     let run = |args: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_sqtt"))
