@@ -710,7 +710,7 @@ fn find_span(spans: &[WaveSpan], cursor: &mut usize, t: u64) -> usize {
 
 /// How many records back a record may be out of time order in its shader engine's files and
 /// still be put in its place.
-const ORDER_WINDOW: usize = 1 << 16;
+const ORDER_WINDOW: usize = 1 << 12;
 
 /// Puts the records of one shader engine in time order (stable: file order among equal times)
 /// through a window of the latest [`ORDER_WINDOW`] records. In-order records only pass through.
