@@ -118,7 +118,15 @@ impl TraceDir {
                 &mut Vec::new(),
                 &mut code_object_files,
             );
-            if let Some(p) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
+            // The parent of a relative `ui_dir` is `""`: the working directory.
+            let parent = root.parent().map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            });
+            if let Some(p) = parent {
                 searched.push(p.to_path_buf());
                 walk(
                     p,

@@ -472,3 +472,53 @@ fn short_names_drop_templates_parameters_and_return_types() {
         }
     }
 }
+
+#[test]
+fn a_ui_dir_given_by_a_relative_path_finds_the_code_objects_beside_it() {
+    let root = tempfile::tempdir().unwrap();
+    let truth = process("alpha", "beta").write(root.path());
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_sqtt"))
+        .args(["flamegraph", "ui_output_run1"])
+        .current_dir(root.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let got: BTreeMap<String, u64> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (s, n) = l.rsplit_once(' ').unwrap();
+            (s.to_string(), n.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(got, truth.folded);
+}
+
+#[test]
+fn a_record_too_far_out_of_order_is_counted_apart() {
+    let s = sim::scenario(3);
+    let dir = tempfile::tempdir().unwrap();
+    s.write(dir.path());
+    // The first record of SE 0 moved to the end of its last chunk: thousands of records late.
+    let ui = dir.path().join(&s.uis[0].name);
+    let first = ui.join("shaderdata_0_0.json");
+    let mut chunks: Vec<std::path::PathBuf> = (0..)
+        .map(|i| ui.join(format!("shaderdata_0_{i}.json")))
+        .take_while(|p| p.is_file())
+        .collect();
+    assert!(chunks.len() > 7, "{} chunks", chunks.len());
+    let last = chunks.pop().unwrap();
+    let read = |p: &std::path::Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let mut a = read(&first);
+    let moved = a["records"].as_array_mut().unwrap().remove(0);
+    std::fs::write(&first, a.to_string()).unwrap();
+    let mut b = read(&last);
+    b["records"].as_array_mut().unwrap().push(moved);
+    std::fs::write(&last, b.to_string()).unwrap();
+
+    let (_, r) = folded_of(dir.path());
+    assert_eq!(r.diag.count(kind::TOO_LATE), 1);
+    assert_eq!(r.diag.count(kind::OUT_OF_ORDER), 0);
+}
