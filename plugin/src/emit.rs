@@ -74,7 +74,7 @@ impl<'s> Emitter<'s> {
                 self.tag(b.call(ty, asm, &[]));
             }
             MemBarrier::Fence => {
-                // The spec's fence is `syncscope("workgroup") acq_rel` tagged with the MMRA
+                // The designed fence is `syncscope("workgroup") acq_rel` tagged with the MMRA
                 // `amdgpu-synchronize-as: local`, so codegen only waits for LDS. LLVM < 19 has
                 // no MMRA: a plain workgroup fence would wait for global memory and, on gfx10+ in
                 // WGP mode, invalidate the L0 cache at every marker. The same effect without
@@ -146,7 +146,7 @@ impl<'s> Emitter<'s> {
     }
 
     /// `(clock_window << (32 - bits)) | header`: the shader clock bits `[shift, shift + bits)`
-    /// sampled at issue (spec: GFX12 Shader Clock Packing).
+    /// sampled at issue (docs/format.md, section 5).
     fn packed_header(&self, b: &Builder, target: &Target, header: u32) -> Value {
         let m = self.module;
         let bits = self.settings.shader_clock_bits;
