@@ -151,7 +151,7 @@ for cpu in "$@"; do
   esac
 
   # 5. Address tracing (SQTT_TRACE_ADDRESSES=memory,lds): one header marker per traced op, the
-  #    readlane loop, payload counts of the spec (wave64: 130 global, 66 LDS; wave32: 66 and 34),
+  #    readlane loop, payload counts of docs/format.md (wave64: 130 global, 66 LDS; wave32: 66/34),
   #    scratch untouched, no cache invalidation.
   n="ir $cpu address_trace"
   case $cpu in

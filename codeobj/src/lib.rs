@@ -15,7 +15,7 @@
 //! inconsistency is an [`Error`] naming the file, the offset and what is wrong.
 //!
 //! The funcmap is parsed and validated by `sqtt-markers` (one parser for the format). The
-//! [`table`] module renders the funcmap table of the specification, [`report`] holds the
+//! [`table`] module renders the funcmap table (docs/driver.md, `--check`), [`report`] holds the
 //! versioned JSON report types and [`require`] the `--require KIND:GLOB` assertions, so the trace
 //! tools reuse all of it.
 

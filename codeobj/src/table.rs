@@ -1,4 +1,4 @@
-//! The funcmap table of the specification and the one-line CI summary.
+//! The funcmap table (docs/driver.md, `--check`) and the one-line CI summary.
 //!
 //! ```text
 //!   wave_size: 64

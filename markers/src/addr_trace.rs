@@ -1,5 +1,5 @@
 //! Address-trace blocks: the marker names the plugin gives each traced operation and the payload
-//! layout that follows each header (spec 000, Address Tracing). Written by the plugin, read by
+//! layout that follows each header (docs/format.md, section 4). Written by the plugin, read by
 //! the trace tools: one table for both.
 
 /// How the payload records after an address-trace header are laid out.

@@ -70,7 +70,7 @@ impl DecodedMarker {
     }
 }
 
-/// The layout of marker header values in a code object (spec: C++ decoder marker encoding).
+/// The layout of marker header values in a code object (docs/format.md, section 5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MarkerEncoding {
     pub shader_clock_bits: u32,

@@ -1,4 +1,4 @@
-//! Barrier markers (`SQTT_INSTRUMENT_BARRIERS=1`), placed as the spec's table says:
+//! Barrier markers (`SQTT_INSTRUMENT_BARRIERS=1`), placed as docs/settings.md's table says:
 //!
 //! | pattern                              | marker                      |
 //! |--------------------------------------|-----------------------------|

@@ -189,7 +189,7 @@ impl<'s> Emitter<'s> {
     }
 
     /// `(clock_window << (32 - bits)) | header`: the shader clock bits `[shift, shift + bits)`
-    /// sampled at issue (spec: GFX12 Shader Clock Packing).
+    /// sampled at issue (docs/format.md, section 5).
     fn packed_header(&self, b: &Builder, target: &Target, header: u32) -> Value {
         let m = self.module;
         let bits = self.settings.shader_clock_bits;

@@ -105,7 +105,7 @@ impl Target {
         matches!(self.cpu.as_str(), "gfx1200" | "gfx1201" | "gfx1250")
     }
 
-    /// HW_ID (gfx9) or HW_ID1/HW_ID2 (gfx10+) field encodings (see notes/toolchain.md).
+    /// HW_ID (gfx9) or HW_ID1/HW_ID2 (gfx10+) field encodings (docs/format.md, Scope filtering).
     pub fn hw_id_layout(&self) -> HwIdLayout {
         let f = |reg, offset, bits| HwRegField { reg, offset, bits };
         match self.generation {

@@ -1,6 +1,6 @@
 //! Benchmark (prints a table, asserts nothing): for each address-trace category, the static
 //! instructions that tracing adds per traced operation on gfx90a and gfx1100, beside the
-//! number of trace records (tokens) the spec says the operation writes at run time.
+//! number of trace records (tokens) the operation writes at run time (docs/format.md, section 4).
 //!
 //! `cargo bench -p sqtt-e2e --bench address_overhead` (build the plugin first).
 

@@ -1,4 +1,4 @@
-//! Conformance suite of the automatic instrumentation (spec 000): table-driven cases of kernel
+//! Conformance suite of the automatic instrumentation (docs/format.md): table-driven cases of kernel
 //! source + settings + expectations on the ISA, the funcmap or the error printed, each compiled
 //! by the real hipcc with the plugin for the listed arches and optimisation levels.
 
@@ -490,7 +490,7 @@ fn conformance_suite() {
     eprintln!("conformance: {} cases passed", jobs.len());
 }
 
-/// The spec's memory example: N=2, M=5 over load load store load load load gives exactly four
+/// The memory example of docs/settings.md: N=2, M=5 over load load store load load load gives four
 /// markers: vmem_load (loads 1-2), vmem_store (store 3), vmem_load (loads 4-5), vmem_load (6).
 #[test]
 fn memory_grouping_matches_the_spec_example() {

@@ -30,7 +30,7 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(256);
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/sqtt-captures");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/sqtt-captures");
     assert!(dir.is_dir(), "captures missing at {}", dir.display());
     println!("wave decoding, one core, captures repeated to >= {target_mib} MiB per generation");
     let mut total_bytes = 0usize;

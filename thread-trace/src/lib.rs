@@ -1,4 +1,5 @@
-//! Thread traces, which a GPU's shader engines record while they run waves (spec 001).
+//! Thread traces, which a GPU's shader engines record while they run waves (README.md,
+//! Behaviour).
 //!
 //! While tracing, each shader engine writes a stream of packets into a buffer of its own: when
 //! each wave starts and ends, the instructions it issues and, from GFX11 on, markers of the
@@ -25,7 +26,7 @@ pub use gpu::{builtin, builtin_names, harvested, Family, GcVersion, Generation, 
 pub use program::{length, start, stop, MAX_PAGES, PAGE};
 pub use waves::{clock, markers, waves, ClockMap, Marker, Wave};
 
-/// Why a program cannot be made (the `Invalid_argument` cases of spec 001).
+/// Why a program cannot be made (the refusals of README.md, Behaviour).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
     /// The buffer size is not whole pages of 4096 bytes from 1 to 2^22 - 1 of them.

@@ -1,8 +1,8 @@
-//! The PM4 programs that start and stop thread traces (spec 001, "Recording").
+//! The PM4 programs that start and stop thread traces (README.md, "Recording").
 //!
 //! The sequence follows Mesa's `ac_sqtt_emit_start` / `ac_sqtt_emit_stop` /
 //! `ac_sqtt_emit_wait` for a compute queue, with one buffer per engine (as tinygrad's runtime
-//! does) instead of Mesa's single buffer, and with what spec 001 asks on top: engines 0 and 1
+//! does) instead of Mesa's single buffer, and with what README.md asks on top: engines 0 and 1
 //! alone trace instructions, every engine traces compute waves only, each die's engines are
 //! programmed under a PRED_EXEC on that die, harvested engines are left alone, and each
 //! engine's write pointer is copied out with a confirmed write.

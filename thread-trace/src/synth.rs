@@ -1,6 +1,6 @@
 //! An encoder of synthetic trace streams, for tests, fuzzing and benchmarks: it writes the
 //! packets a list of events makes, in the layout of each generation, and records what the
-//! decoders must find in them (the waves as spec 001 pairs them, and the markers).
+//! decoders must find in them (the waves as README.md's pairing rules give them, and the markers).
 
 use std::collections::HashMap;
 

@@ -1,4 +1,4 @@
-//! Waves and the clock of a trace (spec 001, "Decoding").
+//! Waves and the clock of a trace (README.md, "Decoding").
 
 use serde::Serialize;
 

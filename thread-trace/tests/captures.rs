@@ -1,4 +1,4 @@
-//! Every real capture in shared/data/sqtt-captures decodes: whole packets to the end, waves
+//! Every real capture in tests/data/sqtt-captures (see its README.md) decodes: whole packets to the end, waves
 //! paired, times monotonic, non-empty kernels with waves, a clock on GFX11/12 and none on GFX9.
 
 use std::path::{Path, PathBuf};
@@ -7,10 +7,10 @@ use sqtt_thread_trace::decode::{decode, header_layout, Sink};
 use sqtt_thread_trace::{builtin, clock, waves, Generation, Gpu};
 
 fn captures_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/sqtt-captures");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/sqtt-captures");
     assert!(
         dir.is_dir(),
-        "the real captures are missing: expected them at {} (shared/ beside the repository)",
+        "the real captures are missing: expected them at {} (tracked in the repository)",
         dir.display()
     );
     dir

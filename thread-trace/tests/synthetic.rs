@@ -379,8 +379,7 @@ fn gfx9_has_no_clock() {
 #[test]
 fn every_truncation_of_every_capture_is_safe() {
     // Real bytes cut at every length, and with each byte flipped, decode without panicking.
-    let dir =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/sqtt-captures");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/sqtt-captures");
     assert!(
         dir.is_dir(),
         "the real captures are missing at {}",

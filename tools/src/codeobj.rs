@@ -85,6 +85,11 @@ pub struct CodeObject {
     pub wave_size: u32,
     /// The marker layout of the funcmap's `M:` row.
     pub encoding: sqtt_markers::MarkerEncoding,
+    /// The packed layout was recorded in `code.json`'s `sqtt_funcmap_layout`, which att_tool
+    /// writes; the shaderdata may then hold headers it already restored to the legacy form.
+    pub layout_in_code_json: bool,
+    /// Given with `--code-object` rather than found in the directory.
+    pub from_option: bool,
     dense: Vec<(MarkerClass, u32, u32)>,
     sparse: FxHashMap<u32, (MarkerClass, u32, u32)>,
 }
@@ -125,6 +130,8 @@ impl CodeObject {
         }
         CodeObject {
             id,
+            layout_in_code_json: false,
+            from_option: false,
             encoding: funcmap.marker_encoding(),
             funcmap,
             source,
@@ -185,5 +192,156 @@ pub fn demangle(name: &str) -> String {
         name.to_string()
     } else {
         d
+    }
+}
+
+/// A readable short form of a (demangled) C++ name: template arguments, the parameter list,
+/// cv/ref qualifiers and the return type dropped, so that
+/// `void ns::scan<cfg<256u>, int>(int*, unsigned int)` becomes `ns::scan`. Anonymous
+/// namespaces, lambda names (`{lambda(int)#1}`) and operator names are kept.
+pub fn short_name(name: &str) -> String {
+    const ANON: &str = "(anonymous namespace)";
+    let mut out = String::with_capacity(name.len());
+    // Byte offsets in `out` of the top-level spaces (where a return type may end).
+    let mut cuts: Vec<usize> = Vec::new();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < name.len() {
+        let rest = &name[i..];
+        let c = rest.chars().next().unwrap_or(' ');
+        if depth == 0 {
+            if rest.starts_with(ANON) {
+                out.push_str(ANON);
+                i += ANON.len();
+                continue;
+            }
+            if c == '{' {
+                // A lambda or unnamed type: kept whole.
+                let end = matching(rest, '{', '}').unwrap_or(rest.len());
+                out.push_str(&rest[..end]);
+                i += end;
+                continue;
+            }
+            if let Some(op) = rest.strip_prefix("operator") {
+                let starts_word = !out
+                    .chars()
+                    .last()
+                    .is_some_and(|p| p.is_alphanumeric() || p == '_');
+                let sym: usize = if op.starts_with("()") {
+                    2
+                } else {
+                    op.chars()
+                        .take_while(|ch| "+-*/%^&|~!=<>[],".contains(*ch))
+                        .map(char::len_utf8)
+                        .sum()
+                };
+                if starts_word && (sym > 0 || op.starts_with(' ')) {
+                    out.push_str("operator");
+                    out.push_str(&op[..sym]);
+                    i += "operator".len() + sym;
+                    if sym == 0 {
+                        // `operator new`, `operator int`: the word that follows is the name.
+                        out.push(' ');
+                        i += 1;
+                        let word: usize = name[i..]
+                            .chars()
+                            .take_while(|ch| ch.is_alphanumeric() || *ch == '_')
+                            .map(char::len_utf8)
+                            .sum();
+                        out.push_str(&name[i..i + word]);
+                        i += word;
+                    }
+                    continue;
+                }
+            }
+        }
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' => depth = depth.saturating_sub(1),
+            ' ' if depth == 0 => {
+                cuts.push(out.len());
+                out.push(' ');
+            }
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+        i += c.len_utf8();
+    }
+    // Trailing qualifiers (` const`, ` volatile`, `&`, `&&`).
+    loop {
+        let t = out.trim_end();
+        let t = t.trim_end_matches('&').trim_end();
+        let stripped = ["const", "volatile"]
+            .iter()
+            .find_map(|q| t.strip_suffix(q).filter(|r| r.ends_with(' ')));
+        let next = stripped.unwrap_or(t).trim_end().len();
+        if next == out.len() {
+            break;
+        }
+        out.truncate(next);
+    }
+    // The return type ends at the last top-level space still inside the name.
+    if let Some(&cut) = cuts.iter().rev().find(|&&c| c < out.len()) {
+        out.drain(..=cut);
+    }
+    if out.is_empty() {
+        name.to_string()
+    } else {
+        out
+    }
+}
+
+/// The byte length of the group `open ... close` at the start of `s` (nesting counted).
+fn matching(s: &str, open: char, close: char) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in s.char_indices() {
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth -= 1;
+            if depth == 0 {
+                return Some(i + c.len_utf8());
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_name;
+
+    #[test]
+    fn short_names_drop_templates_parameters_and_return_types() {
+        for (long, short) in [
+            (
+                "void rocprim::detail::scan_kernel<rocprim::detail::config<256u>, int>(int*, unsigned int, std::pair<int, float>)",
+                "rocprim::detail::scan_kernel",
+            ),
+            (
+                "rocprim::detail::(anonymous namespace)::helper(int (*)(int), char)",
+                "rocprim::detail::(anonymous namespace)::helper",
+            ),
+            (
+                "rocprim::detail::operator<(rocprim::detail::config<1u>, rocprim::detail::config<1u>)",
+                "rocprim::detail::operator<",
+            ),
+            (
+                "int rocprim::detail::block_scan<int>::reduce<main::{lambda(int)#1}>(int, main::{lambda(int)#1}) const",
+                "rocprim::detail::block_scan::reduce",
+            ),
+            ("std::pair<int, float>::pair<int, float, true>()", "std::pair::pair"),
+            ("Foo::operator()(int) const &", "Foo::operator()"),
+            ("main::{lambda(int)#1}::operator()(int) const", "main::{lambda(int)#1}::operator()"),
+            ("unsigned long long ns::f<3>()", "ns::f"),
+            ("kernel_a(float*, int)", "kernel_a"),
+            ("ns::operator new(unsigned long)", "ns::operator new"),
+            ("load_phase", "load_phase"),
+            ("_Z8kernel_aPfi", "_Z8kernel_aPfi"),
+            ("broken<(", "broken"),
+            ("", ""),
+        ] {
+            assert_eq!(short_name(long), short, "{long}");
+        }
     }
 }

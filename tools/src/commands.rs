@@ -1,7 +1,6 @@
 //! The subcommands as library functions (the binary only parses arguments and prints).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::diag::{Diagnostics, Progress};
@@ -9,7 +8,9 @@ use crate::engine::{Names, Options, RunStats, Trace};
 use crate::error::Error;
 use crate::flamegraph::Flamegraph;
 use crate::memory::MemoryReport;
+use crate::output::AtomicFile;
 use crate::perfetto::Perfetto;
+use crate::stats::{Stats, StatsReport};
 
 /// Counts over all ui directories: the per-directory counts summed, and how many there were.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -44,8 +45,8 @@ impl Totals {
     }
 }
 
-fn open(dir: &Path, progress: &dyn Progress) -> Result<Trace, Error> {
-    let trace = Trace::open(dir)?;
+fn open(dir: &Path, opts: &Options, progress: &dyn Progress) -> Result<Trace, Error> {
+    let trace = Trace::open_with(dir, &opts.code_objects)?;
     progress.set_total(trace.shaderdata_bytes());
     Ok(trace)
 }
@@ -63,7 +64,7 @@ pub fn flamegraph(
     opts: &Options,
     progress: &dyn Progress,
 ) -> Result<FlamegraphOutput, Error> {
-    let mut trace = open(dir, progress)?;
+    let mut trace = open(dir, opts, progress)?;
     let mut names = Names::default();
     let mut fg = Flamegraph::new();
     let mut totals = Totals::default();
@@ -91,7 +92,7 @@ pub struct PerfettoOutput {
 }
 
 /// Writes `<ui dir name>.perfetto.json` for every ui directory, into `out_dir` or beside the
-/// ui directory.
+/// ui directory. Existing files are replaced only when the whole run succeeds.
 pub fn perfetto(
     dir: &Path,
     out_dir: Option<&Path>,
@@ -99,13 +100,14 @@ pub fn perfetto(
     opts: &Options,
     progress: &dyn Progress,
 ) -> Result<PerfettoOutput, Error> {
-    let mut trace = open(dir, progress)?;
+    let mut trace = open(dir, opts, progress)?;
     if let Some(o) = out_dir {
         std::fs::create_dir_all(o).map_err(|e| Error::io(o, e))?;
     }
     let mut names = Names::default();
     let mut totals = Totals::default();
     let mut files = Vec::new();
+    let mut pending = Vec::new();
     let mut events = 0;
     for ui in trace.dir.ui_dirs.clone() {
         let target_dir = match out_dir {
@@ -117,21 +119,55 @@ pub fn perfetto(
                 .unwrap_or_else(|| PathBuf::from(".")),
         };
         let path = target_dir.join(format!("{}.perfetto.json", ui.name));
-        let f = File::create(&path).map_err(|e| Error::io(&path, e))?;
-        let mut sink = Perfetto::new(BufWriter::with_capacity(64 << 10, f), &ui.name, clock_ghz)
-            .map_err(|e| Error::io(&path, e))?;
+        let f = AtomicFile::create(&path).map_err(|e| Error::io(&path, e))?;
+        let mut sink = Perfetto::new(f, &ui.name, clock_ghz).map_err(|e| Error::io(&path, e))?;
         let st = trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?;
         totals.add(&st);
         sink.report(&mut trace.diag);
         events += sink.events;
-        sink.finish().map_err(|e| Error::io(&path, e))?;
+        pending.push(sink.finish().map_err(|e| Error::io(&path, e))?);
         files.push(path);
     }
     progress.finish();
     totals.check(dir)?;
+    for f in pending {
+        let path = f.target().to_path_buf();
+        f.commit().map_err(|e| Error::io(&path, e))?;
+    }
     Ok(PerfettoOutput {
         files,
         events,
+        diag: trace.diag,
+        totals,
+    })
+}
+
+/// Result of `sqtt stats`.
+pub struct StatsOutput {
+    pub report: StatsReport,
+    pub diag: Diagnostics,
+    pub totals: Totals,
+}
+
+/// Gathers the per-kernel and per-scope duration statistics of every ui directory, merged.
+pub fn stats(
+    dir: &Path,
+    clock_ghz: Option<f64>,
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<StatsOutput, Error> {
+    let mut trace = open(dir, opts, progress)?;
+    let mut names = Names::default();
+    let mut sink = Stats::new();
+    let mut totals = Totals::default();
+    for ui in trace.dir.ui_dirs.clone() {
+        let st = trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?;
+        totals.add(&st);
+    }
+    progress.finish();
+    totals.check(dir)?;
+    Ok(StatsOutput {
+        report: sink.report(&names, clock_ghz),
         diag: trace.diag,
         totals,
     })
@@ -154,7 +190,7 @@ pub fn memory<W: Write>(
     opts: &Options,
     progress: &dyn Progress,
 ) -> Result<(MemoryOutput, Option<W>), Error> {
-    let mut trace = open(dir, progress)?;
+    let mut trace = open(dir, opts, progress)?;
     let mut names = Names::default();
     let mut totals = Totals::default();
     let out_err = |e| Error::io(Path::new("<memory output>"), e);

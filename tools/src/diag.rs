@@ -72,11 +72,21 @@ pub mod kind {
     pub const BAD_FILE: &str = "input files unreadable or malformed";
     pub const NO_FUNCMAP: &str = "records of waves whose code object has no funcmap";
     pub const NO_DISPATCH_CODEOBJ: &str = "dispatches whose kernel matches no code object";
+    pub const AMBIGUOUS_KERNEL: &str =
+        "dispatches with no code object ID whose kernel name is in code objects with different funcmaps (markers shown by ID)";
     pub const NO_OCCUPANCY_FILE: &str = "ui directories without occupancy.json";
     pub const ADDR_SIZE_MISMATCH: &str =
         "address blocks whose R: payload count differs from the framing of W: and the op kind";
     pub const ADDR_UNKNOWN_KIND: &str = "address blocks of an unknown addr_trace_ kind (skipped)";
     pub const BAD_ROW: &str = "malformed rows skipped";
+    pub const NO_CODEOBJ: &str =
+        "records dropped: their waves' code object is missing, so which records are payload is unknown";
+    pub const OUT_OF_ORDER: &str =
+        "records out of time order in their shader engine's files (put in time order)";
+    pub const TOO_LATE: &str =
+        "records out of time order by more than the sorting window (used where they fall)";
+    pub const NORMALISED: &str =
+        "code objects whose packed headers att_tool already restored and corrected (not corrected again)";
 }
 
 /// Progress of a long read, in bytes of shaderdata.

@@ -15,20 +15,37 @@ use rustc_hash::FxHashMap;
 use sqtt_markers::encoding::decode_marker_value_with;
 use sqtt_markers::{DecodedMarker, Entry, Funcmap, MarkerEncoding};
 
-use crate::codeobj::{demangle, AddrCategory, CodeObject, MarkerClass};
+use crate::codeobj::{demangle, short_name, AddrCategory, CodeObject, MarkerClass};
 use crate::diag::{kind, Diagnostics, Progress};
 use crate::error::Error;
 use crate::input::{slot_key, Occupancy, TraceDir, UiDir, WaveSpan};
 use crate::shaderdata::{self, Record};
 
 /// Options common to the tools.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Restore packed gfx12 headers and correct their times (default); `false` keeps raw values
     /// and arrival times.
     pub decode_markers: bool,
     /// Demangle function and kernel names.
     pub demangle: bool,
+    /// Show kernel and function names demangled and without template arguments, parameter
+    /// lists or return types.
+    pub short_names: bool,
+    /// Files (an executable or code objects) whose funcmaps serve the dispatches whose code
+    /// object the directory does not hold (`--code-object`).
+    pub code_objects: Vec<std::path::PathBuf>,
+}
+
+impl Options {
+    /// A kernel or function name as the options want it shown.
+    pub fn show(&self, name: &str) -> String {
+        match (self.demangle || self.short_names, self.short_names) {
+            (_, true) => short_name(&demangle(name)),
+            (true, false) => demangle(name),
+            _ => name.to_string(),
+        }
+    }
 }
 
 impl Default for Options {
@@ -36,6 +53,8 @@ impl Default for Options {
         Options {
             decode_markers: true,
             demangle: false,
+            short_names: false,
+            code_objects: Vec::new(),
         }
     }
 }
@@ -185,6 +204,9 @@ pub struct RunStats {
     pub files_bad: u64,
     /// Packed headers whose time was corrected (moved earlier by at least one cycle).
     pub corrected: u64,
+    /// Records of waves with no code object: their payload counts are unknown, so they are
+    /// not read as markers at all.
+    pub unread: u64,
 }
 
 impl RunStats {
@@ -198,25 +220,47 @@ impl RunStats {
         self.files_ok += s.files_ok;
         self.files_bad += s.files_bad;
         self.corrected += s.corrected;
+        self.unread += s.unread;
     }
 }
 
 /// What is shared by the ui directories of one trace directory.
 pub struct Trace {
     pub dir: TraceDir,
-    files: std::collections::BTreeMap<u64, (Funcmap, String)>,
+    files: std::collections::BTreeMap<std::path::PathBuf, Funcmap>,
+    /// The funcmaps of `--code-object` files, with their sources.
+    extra: Vec<(Funcmap, String)>,
     pub diag: Diagnostics,
 }
 
+/// IDs given to the code objects of `--code-object` files (counting down), out of the way of
+/// the IDs rocprofv3 gives.
+const EXTRA_ID_BASE: u64 = u64::MAX - 1;
+
 impl Trace {
     pub fn open(path: &Path) -> Result<Trace, Error> {
+        Trace::open_with(path, &[])
+    }
+
+    /// Opens a trace directory, with `code_objects` (`--code-object` files) as the funcmap
+    /// source of dispatches whose code object the directory does not hold.
+    pub fn open_with(path: &Path, code_objects: &[std::path::PathBuf]) -> Result<Trace, Error> {
+        let mut extra = Vec::new();
+        for f in code_objects {
+            extra.extend(read_option_code_objects(f)?);
+        }
         let dir = TraceDir::open(path)?;
         let mut diag = Diagnostics::default();
         for w in &dir.warnings {
             diag.warn(kind::BAD_FILE, || w.clone());
         }
         let files = dir.read_code_objects(&mut diag);
-        Ok(Trace { dir, files, diag })
+        Ok(Trace {
+            dir,
+            files,
+            extra,
+            diag,
+        })
     }
 
     /// Total bytes of shaderdata, for progress.
@@ -254,13 +298,24 @@ impl Trace {
                 .warn(kind::NO_OCCUPANCY_FILE, || ui.path.display().to_string());
             Occupancy::default()
         };
-        let mut tables = Tables::new(codeobjs, occ, *opts, names, &mut self.diag);
+        let mut codeobjs = codeobjs;
+        let first_extra = codeobjs.len();
+        let dw = ui.default_wave_size();
+        for (i, (map, src)) in self.extra.iter().enumerate() {
+            let mut co = CodeObject::new(EXTRA_ID_BASE - i as u64, map.clone(), src.clone(), dw);
+            co.from_option = true;
+            codeobjs.push(co);
+        }
+        let hint = missing_hint(&self.dir, ui, &codeobjs[..first_extra]);
+        let mut tables = Tables::new(codeobjs, occ, opts.clone(), names, &mut self.diag);
+        tables.missing_hint = hint;
         let packed = opts.decode_markers && tables.encodings.iter().any(|e| e.has_shader_clock());
         let mut engine = Engine {
             slots: Vec::new(),
             index: FxHashMap::default(),
             cache: Box::new([(0, 0); SLOT_CACHE]),
             stats: RunStats::default(),
+            first_unread: None,
         };
         if packed {
             engine.pass::<_, true>(
@@ -272,10 +327,62 @@ impl Trace {
                 &mut self.diag,
             )?;
             engine.reset();
+            tables.settle_domains(&mut self.diag);
         }
         engine.pass::<_, false>(ui, &mut tables, names, sink, progress, &mut self.diag)?;
         Ok(engine.stats)
     }
+}
+
+/// The funcmaps of one `--code-object` file: one per code object that has a funcmap.
+fn read_option_code_objects(f: &Path) -> Result<Vec<(Funcmap, String)>, Error> {
+    let bad = |reason: String| Error::CodeObjectOption {
+        path: f.to_path_buf(),
+        reason,
+    };
+    let cos = sqtt_codeobj::read_path(f).map_err(|e| bad(e.to_string()))?;
+    let n = cos.len();
+    let mut out = Vec::new();
+    let mut malformed = None;
+    for co in cos {
+        match co.funcmap {
+            sqtt_codeobj::FuncmapState::Present { map, .. } => {
+                out.push((map, format!("{} ({})", f.display(), co.location)));
+            }
+            sqtt_codeobj::FuncmapState::Malformed(e) => {
+                malformed.get_or_insert(e.to_string());
+            }
+            _ => {}
+        }
+    }
+    if out.is_empty() {
+        return Err(bad(match malformed {
+            Some(e) => format!("malformed .sqtt_funcmap section: {e}"),
+            None => format!("none of its {n} code objects has a .sqtt_funcmap section"),
+        }));
+    }
+    Ok(out)
+}
+
+/// What was looked for when a wave's code object is missing, for the warning.
+fn missing_hint(dir: &TraceDir, ui: &UiDir, found: &[CodeObject]) -> String {
+    let searched: Vec<String> = dir
+        .searched
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let have: Vec<String> = found.iter().map(|c| c.id.to_string()).collect();
+    format!(
+        "looked for *_code_object_id_<N>.out in and below {} and for sqtt_funcmap rows in {}; \
+         code objects found: {}; give the executable or code object with --code-object FILE",
+        searched.join(", "),
+        ui.path.join("code.json").display(),
+        if have.is_empty() {
+            "none".to_string()
+        } else {
+            have.join(", ")
+        }
+    )
 }
 
 struct NoBytes;
@@ -289,18 +396,22 @@ const NONE: usize = usize::MAX;
 struct Domain {
     origin: Option<(u64, u64)>,
     min_rel: i64,
+    /// The minimum relative delay of each code object's headers (by code object index), so
+    /// that the headers of a code object found already normalised can be left out.
+    min_by_co: Vec<i64>,
     mask: u64,
     half: u64,
     bucket: u64,
 }
 
 impl Domain {
-    fn new(enc: &MarkerEncoding) -> Domain {
+    fn new(enc: &MarkerEncoding, codeobjs: usize) -> Domain {
         let w = enc.shader_clock_bits + enc.shader_clock_shift;
         let mask = if w >= 64 { u64::MAX } else { (1u64 << w) - 1 };
         Domain {
             origin: None,
             min_rel: i64::MAX,
+            min_by_co: vec![i64::MAX; codeobjs],
             mask,
             half: (mask >> 1) + 1,
             bucket: 1u64 << enc.shader_clock_shift,
@@ -333,6 +444,15 @@ struct Tables<'a> {
     /// The correction domains, and their index by `(se, cu, simd, clock_bits, clock_shift)`.
     domains: Vec<Domain>,
     domain_index: FxHashMap<(u32, u32, u32, u32, u32), usize>,
+    /// What was looked for, for the warning about waves with no code object.
+    missing_hint: String,
+    /// Per code object: its packed headers were already restored to the legacy form (and
+    /// their times corrected) by att_tool; they are read as legacy headers.
+    normalised: Vec<bool>,
+    /// Per code object, in the first pass: headers read in the packed form, and how many of
+    /// them carried a nonzero clock field.
+    packed_seen: Vec<u64>,
+    packed_clocked: Vec<u64>,
     _d: std::marker::PhantomData<&'a ()>,
 }
 
@@ -352,20 +472,14 @@ impl<'a> Tables<'a> {
         let single_co = (codeobjs.len() == 1).then_some(0);
         let mut dispatch = FxHashMap::default();
         for (kid, kname) in &occ.dispatches {
-            let co = codeobjs
-                .iter()
-                .position(|c| c.kernel_names().any(|k| kernel_matches(k, kname)))
-                .or(single_co);
-            if co.is_none() && !codeobjs.is_empty() {
+            let found = codeobj_of_dispatch(&codeobjs, *kid, kname, &occ, diag);
+            let co = found.unwrap_or(None).or(single_co);
+            if co.is_none() && found.is_ok() && !codeobjs.is_empty() {
                 diag.warn(kind::NO_DISPATCH_CODEOBJ, || {
                     format!("dispatch {kid} ({kname})")
                 });
             }
-            let shown = if opts.demangle {
-                demangle(kname)
-            } else {
-                kname.clone()
-            };
+            let shown = opts.show(kname);
             let frame = names.intern(if shown.is_empty() {
                 "unknown_kernel"
             } else {
@@ -374,7 +488,12 @@ impl<'a> Tables<'a> {
             dispatch.insert(*kid, (co, frame));
         }
         let no_occ_frame = names.intern("unknown_kernel");
+        let n = codeobjs.len();
         Tables {
+            missing_hint: String::new(),
+            normalised: vec![false; n],
+            packed_seen: vec![0; n],
+            packed_clocked: vec![0; n],
             codeobjs,
             encodings,
             frames,
@@ -390,15 +509,50 @@ impl<'a> Tables<'a> {
         }
     }
 
+    /// After the first pass: decides which code objects' headers were already normalised
+    /// (their layout came from att_tool's `code.json` and not one header carries a clock
+    /// sample), and takes each domain's minimum over the others only.
+    fn settle_domains(&mut self, diag: &mut Diagnostics) {
+        for (ci, co) in self.codeobjs.iter().enumerate() {
+            let norm =
+                co.layout_in_code_json && self.packed_seen[ci] > 0 && self.packed_clocked[ci] == 0;
+            self.normalised[ci] = norm;
+            if norm {
+                let n = self.packed_seen[ci];
+                diag.warn(kind::NORMALISED, || {
+                    format!(
+                        "code object {} ({}): {n} headers in the legacy form, read as they are",
+                        co.id, co.source
+                    )
+                });
+            }
+        }
+        for d in &mut self.domains {
+            d.min_rel = d
+                .min_by_co
+                .iter()
+                .zip(&self.normalised)
+                .filter(|(_, n)| !**n)
+                .map(|(m, _)| *m)
+                .min()
+                .unwrap_or(i64::MAX);
+        }
+    }
+
     /// Code object and kernel frame of a dispatch not named in `dispatches`.
     fn dispatch_of(&mut self, kid: u64, names: &mut Names) -> (Option<usize>, u32) {
         if let Some(v) = self.dispatch.get(&kid) {
             return *v;
         }
-        let co = self.single_co;
+        let co = self
+            .occ
+            .dispatch_codeobj
+            .get(&kid)
+            .and_then(|id| self.codeobjs.iter().position(|c| c.id == *id))
+            .or(self.single_co);
         let name = co
             .and_then(|i| self.codeobjs[i].kernel_names().next().map(str::to_string))
-            .map(|k| if self.opts.demangle { demangle(&k) } else { k })
+            .map(|k| self.opts.show(&k))
             .unwrap_or_else(|| format!("dispatch_{kid}"));
         let v = (co, names.intern(&name));
         self.dispatch.insert(kid, v);
@@ -413,8 +567,8 @@ impl<'a> Tables<'a> {
                 if (id as usize) < v.len() && v[id as usize] != u32::MAX {
                     return v[id as usize];
                 }
-                let name = if self.opts.demangle && e.kind == sqtt_markers::EntryKind::Function {
-                    demangle(&e.name)
+                let name = if e.kind == sqtt_markers::EntryKind::Function {
+                    self.opts.show(&e.name)
                 } else {
                     e.name.clone()
                 };
@@ -435,6 +589,63 @@ impl<'a> Tables<'a> {
         self.unknown_frames.insert(id, f);
         f
     }
+}
+
+/// The code object of a dispatch: by the ID the directory gives (`events` or the fallback
+/// name), else by kernel name when one code object (or several with the same funcmap) has it.
+/// `Err` when the name is in several code objects that differ (a warning is counted).
+fn codeobj_of_dispatch(
+    codeobjs: &[CodeObject],
+    kid: u64,
+    kname: &str,
+    occ: &Occupancy,
+    diag: &mut Diagnostics,
+) -> Result<Option<usize>, ()> {
+    if let Some(id) = occ.dispatch_codeobj.get(&kid) {
+        if let Some(i) = codeobjs.iter().position(|c| c.id == *id) {
+            return Ok(Some(i));
+        }
+    }
+    let matching: Vec<usize> = codeobjs
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kernel_names().any(|k| kernel_matches(k, kname)))
+        .map(|(i, _)| i)
+        .collect();
+    let Some(&first) = matching.first() else {
+        // No ID and no name found: the code object of `--code-object` when there is one
+        // (or several with one funcmap, as an executable built for several targets has).
+        let extra: Vec<usize> = (0..codeobjs.len())
+            .filter(|&i| codeobjs[i].from_option)
+            .collect();
+        return Ok(match extra.first() {
+            Some(&f)
+                if extra
+                    .iter()
+                    .all(|&i| codeobjs[i].funcmap.entries == codeobjs[f].funcmap.entries) =>
+            {
+                Some(f)
+            }
+            _ => None,
+        });
+    };
+    if matching
+        .iter()
+        .all(|&i| codeobjs[i].funcmap.entries == codeobjs[first].funcmap.entries)
+    {
+        return Ok(Some(first));
+    }
+    diag.warn(kind::AMBIGUOUS_KERNEL, || {
+        let ids: Vec<String> = matching
+            .iter()
+            .map(|&i| codeobjs[i].id.to_string())
+            .collect();
+        format!(
+            "dispatch {kid} ({kname}) matches code objects {}",
+            ids.join(", ")
+        )
+    });
+    Err(())
 }
 
 fn kernel_matches(k_row: &str, dispatch_name: &str) -> bool {
@@ -497,12 +708,84 @@ fn find_span(spans: &[WaveSpan], cursor: &mut usize, t: u64) -> usize {
     c
 }
 
+/// How many records back a record may be out of time order in its shader engine's files and
+/// still be put in its place.
+const ORDER_WINDOW: usize = 1 << 12;
+
+/// Puts the records of one shader engine in time order (stable: file order among equal times)
+/// through a window of the latest [`ORDER_WINDOW`] records. In-order records only pass through.
+#[derive(Default)]
+struct Reorder {
+    buf: std::collections::VecDeque<Record>,
+    /// Time of the last record handed on.
+    last_out: Option<u64>,
+    /// Records put back in order, and the first of them.
+    moved: u64,
+    first_moved: String,
+    /// Records earlier than ones already handed on (used where they fall).
+    late: u64,
+    first_late: String,
+}
+
+impl Reorder {
+    #[inline]
+    fn push(&mut self, r: &Record, mut f: impl FnMut(&Record)) {
+        match self.buf.back() {
+            Some(b) if r.time < b.time => self.misplaced(r),
+            _ => self.buf.push_back(*r),
+        }
+        if self.buf.len() > ORDER_WINDOW {
+            if let Some(x) = self.buf.pop_front() {
+                self.last_out = Some(x.time);
+                f(&x);
+            }
+        }
+    }
+
+    #[cold]
+    fn misplaced(&mut self, r: &Record) {
+        let describe = |r: &Record| {
+            format!(
+                "time {} (cu {} simd {} wave {}) after a record at {}",
+                r.time,
+                r.cu,
+                r.simd,
+                r.wave_id,
+                self.buf.back().map(|b| b.time).unwrap_or(0)
+            )
+        };
+        if self.last_out.is_some_and(|t| r.time < t) {
+            if self.late == 0 {
+                self.first_late = describe(r);
+            }
+            self.late += 1;
+            self.buf.push_front(*r);
+            return;
+        }
+        if self.moved == 0 {
+            self.first_moved = describe(r);
+        }
+        self.moved += 1;
+        let pos = self.buf.partition_point(|x| x.time <= r.time);
+        self.buf.insert(pos, *r);
+    }
+
+    fn flush(&mut self, mut f: impl FnMut(&Record)) {
+        while let Some(x) = self.buf.pop_front() {
+            f(&x);
+        }
+        self.last_out = None;
+    }
+}
+
 struct Engine {
     slots: Vec<Slot>,
     index: FxHashMap<u64, usize>,
     /// A direct-mapped cache in front of `index`: `(key, slot + 1)`, 0 when empty.
     cache: Box<[(u64, u32); SLOT_CACHE]>,
     stats: RunStats,
+    /// The dispatch of the first record not read for want of a code object.
+    first_unread: Option<Option<u64>>,
 }
 
 const SLOT_CACHE: usize = 1024;
@@ -549,13 +832,24 @@ impl Engine {
     ) -> Result<(), Error> {
         let want_addr = sink.wants_addresses();
         let mut local = Diagnostics::default();
+        let mut counts = RunStats::default();
+        let mut file_errors: Vec<String> = Vec::new();
+        let mut order = Reorder::default();
+        let mut feed = |se: u32, r: &Record| {
+            self.record::<S, FIRST>(se, r, t, names, sink, want_addr, &mut local)
+        };
+        let mut cur_se = None;
         for (se, path) in &ui.shaderdata {
             let se = *se;
+            if let Some(prev) = cur_se.filter(|p| *p != se) {
+                order.flush(|r| feed(prev, r));
+            }
+            cur_se = Some(se);
             let file = match std::fs::File::open(path) {
                 Ok(f) => f,
                 Err(e) => {
-                    self.stats.files_bad += 1;
-                    local.warn(kind::BAD_FILE, || Error::io(path, e).to_string());
+                    counts.files_bad += 1;
+                    file_errors.push(Error::io(path, e).to_string());
                     continue;
                 }
             };
@@ -566,28 +860,54 @@ impl Engine {
                     progress,
                 },
             );
-            let res = shaderdata::read_from(reader, path, |r| {
-                self.record::<S, FIRST>(se, r, t, names, sink, want_addr, &mut local)
-            });
+            let res = shaderdata::read_from(reader, path, |r| order.push(r, |x| feed(se, x)));
             match res {
                 Ok(st) => {
-                    self.stats.files_ok += 1;
-                    self.stats.records += st.records;
+                    counts.files_ok += 1;
+                    counts.records += st.records;
                 }
                 Err(e) => {
                     if let Error::Json { records, .. } = &e {
-                        self.stats.records += records;
+                        counts.records += records;
                         if *records > 0 {
-                            self.stats.files_ok += 1;
+                            counts.files_ok += 1;
                         } else {
-                            self.stats.files_bad += 1;
+                            counts.files_bad += 1;
                         }
                     } else {
-                        self.stats.files_bad += 1;
+                        counts.files_bad += 1;
                     }
-                    local.warn(kind::BAD_FILE, || e.to_string());
+                    file_errors.push(e.to_string());
                 }
             }
+        }
+        if let Some(se) = cur_se {
+            order.flush(|r| feed(se, r));
+        }
+        self.stats.files_ok += counts.files_ok;
+        self.stats.files_bad += counts.files_bad;
+        self.stats.records += counts.records;
+        for e in file_errors {
+            local.warn(kind::BAD_FILE, || e);
+        }
+        local.warn_n(kind::OUT_OF_ORDER, order.moved, || {
+            order.first_moved.clone()
+        });
+        local.warn_n(kind::TOO_LATE, order.late, || order.first_late.clone());
+        if let Some(d) = self.first_unread {
+            local.warn_n(kind::NO_CODEOBJ, self.stats.unread, || {
+                let what = match d {
+                    Some(kid) => {
+                        let name = t.occ.dispatches.get(&kid).cloned().unwrap_or_default();
+                        match t.occ.dispatch_codeobj.get(&kid) {
+                            Some(co) => format!("dispatch {kid} ({name}) of code object {co}"),
+                            None => format!("dispatch {kid} ({name})"),
+                        }
+                    }
+                    None => "a wave with no occupancy".to_string(),
+                };
+                format!("{}: {what}; {}", ui.path.display(), t.missing_hint)
+            });
         }
         for i in 0..self.slots.len() {
             if self.slots[i].active {
@@ -675,6 +995,16 @@ impl Engine {
                 )
             });
         }
+        if slot.co.is_none() {
+            // Which records are payload is unknown without the funcmap: none is read, but the
+            // wave still lasts until its last record.
+            self.stats.unread += 1;
+            slot.last_t = slot.last_t.max(r.time);
+            if self.first_unread.is_none() {
+                self.first_unread = Some(slot.wave.dispatch);
+            }
+            return;
+        }
         if slot.pending > 0 {
             self.stats.payload_records += 1;
             slot.pending -= 1;
@@ -694,11 +1024,14 @@ impl Engine {
         }
         self.stats.headers += 1;
         let co = slot.co.map(|i| &t.codeobjs[i]);
+        // An `s_ttracedata_imm` record is never a packed header, and neither is a header of a
+        // code object whose headers att_tool already restored.
+        let legacy = r.is_imm() || slot.co.is_some_and(|i| t.normalised[i]);
         let m = match co {
-            Some(c) => {
+            Some(c) if !legacy => {
                 decode_marker_value_with(r.value, &c.encoding, |id| c.lookup(id).2.is_some())
             }
-            None => MarkerEncoding::legacy().decode(r.value),
+            _ => MarkerEncoding::legacy().decode(r.value),
         };
         let (class, npay) = match co {
             Some(c) => {
@@ -719,8 +1052,9 @@ impl Engine {
                     enc.shader_clock_shift,
                 );
                 let domains = &mut t.domains;
+                let n = t.codeobjs.len();
                 slot.dom = *t.domain_index.entry(dkey).or_insert_with(|| {
-                    domains.push(Domain::new(&enc));
+                    domains.push(Domain::new(&enc, n));
                     domains.len() - 1
                 });
                 slot.dom_for = (ci, r.cu, r.simd);
@@ -729,7 +1063,9 @@ impl Engine {
             let sampled = u64::from(clock) << enc.shader_clock_shift;
             let rel = dom.relative(r.time, sampled);
             if FIRST {
-                dom.min_rel = dom.min_rel.min(rel);
+                dom.min_by_co[ci] = dom.min_by_co[ci].min(rel);
+                t.packed_seen[ci] += 1;
+                t.packed_clocked[ci] += u64::from(clock != 0);
             } else {
                 let shift = rel
                     .saturating_sub(dom.min_rel)

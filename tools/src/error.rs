@@ -24,10 +24,13 @@ pub enum Error {
         path: PathBuf,
         error: sqtt_markers::ParseError,
     },
+    /// A `--code-object` file that cannot serve as a funcmap source.
+    #[error("--code-object {}: {reason}", path.display())]
+    CodeObjectOption { path: PathBuf, reason: String },
     /// A code object file `sqtt-codeobj` could not read (the message names the file).
     #[error("{0}")]
     CodeObject(String),
-    #[error("{}: no ui_output_* directory (and no shaderdata_*.json) found: not a rocprofv3 --att output directory", .0.display())]
+    #[error("{}: no ui directory (one holding filenames.json or shaderdata_*.json) found in it or below it: not a rocprofv3 --att output directory", .0.display())]
     NotATraceDir(PathBuf),
     #[error("nothing usable: {0}")]
     Unusable(String),

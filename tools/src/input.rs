@@ -17,30 +17,87 @@ use crate::codeobj::{default_wave_size, read_code_object_funcmap, CodeObject};
 use crate::diag::{kind, Diagnostics};
 use crate::error::Error;
 
-/// A whole output directory.
-#[derive(Debug, Clone)]
-pub struct TraceDir {
-    pub root: PathBuf,
-    pub ui_dirs: Vec<UiDir>,
-    /// `(codeobj_id, path)` of every `*_code_object_id_<N>.out`, by ID.
-    pub code_object_files: Vec<(u64, PathBuf)>,
-    /// Problems with files that were worked around (an unreadable `filenames.json`).
-    pub warnings: Vec<String>,
-}
-
-/// One `ui_output_*` directory: one SQTT time domain.
+/// One ui directory (`ui_output_*` as rocprofv3 names it, or any directory holding
+/// `filenames.json` or `shaderdata_*.json`): one SQTT time domain.
 #[derive(Debug, Clone)]
 pub struct UiDir {
     pub path: PathBuf,
     pub name: String,
     pub gfxip: Option<String>,
-    /// `(se, file)` in reading order (by SE, then chunk).
+    /// `(se, file)` in reading order (by SE, then the chunk's first time, then chunk).
     pub shaderdata: Vec<(u32, PathBuf)>,
+    /// `(codeobj_id, path)`: the code object files nearest this directory, one per ID.
+    pub code_object_files: Vec<(u64, PathBuf)>,
+}
+
+/// A whole output directory.
+#[derive(Debug, Clone)]
+pub struct TraceDir {
+    pub root: PathBuf,
+    pub ui_dirs: Vec<UiDir>,
+    /// `(codeobj_id, path)` of every `*_code_object_id_<N>.out` found, by ID then path (one ID
+    /// may be in several files: code object IDs are per process).
+    pub code_object_files: Vec<(u64, PathBuf)>,
+    /// The directories searched for code object files (recursively).
+    pub searched: Vec<PathBuf>,
+    /// Problems with files that were worked around (an unreadable `filenames.json`).
+    pub warnings: Vec<String>,
+}
+
+/// How deep below the given directory ui directories and code objects are looked for
+/// (`DIR/<host>/<pid>/<ui dir>` is 3).
+const MAX_DEPTH: usize = 6;
+
+/// Ui directories and code object files under `dir`, recursively (symbolic links to
+/// directories are not followed).
+fn walk(
+    dir: &Path,
+    depth: usize,
+    find_ui: bool,
+    ui: &mut Vec<PathBuf>,
+    cos: &mut Vec<(u64, PathBuf)>,
+) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut subdirs = Vec::new();
+    for entry in rd.flatten() {
+        let Ok(ft) = entry.file_type() else { continue };
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if ft.is_dir() {
+            subdirs.push(entry.path());
+        } else if let Some(id) = code_object_id_of(&name) {
+            cos.push((id, entry.path()));
+        }
+    }
+    for sub in subdirs {
+        let named_ui = sub
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("ui_"));
+        if named_ui || looks_like_ui_dir(&sub) {
+            if find_ui {
+                ui.push(sub.clone());
+            }
+            // Code objects may sit in a ui directory too; nothing else is nested there.
+            walk(&sub, MAX_DEPTH, false, &mut Vec::new(), cos);
+        } else if depth < MAX_DEPTH {
+            walk(&sub, depth + 1, find_ui, ui, cos);
+        }
+    }
+}
+
+/// How many leading path components `a` and `b` share.
+fn common_depth(a: &Path, b: &Path) -> usize {
+    a.components()
+        .zip(b.components())
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 impl TraceDir {
-    /// Finds the ui directories and code objects under `root`. `root` may also be one
-    /// `ui_output_*` directory itself.
+    /// Finds the ui directories and code objects under `root`, at any depth up to a few levels
+    /// (`DIR/<host>/<pid>/...`), whatever the ui directories are named. `root` may also be one
+    /// ui directory itself; its parent is then searched for code objects too.
     pub fn open(root: &Path) -> Result<TraceDir, Error> {
         let meta = std::fs::metadata(root).map_err(|e| Error::io(root, e))?;
         if !meta.is_dir() {
@@ -50,65 +107,99 @@ impl TraceDir {
             });
         }
         let mut ui_paths = Vec::new();
-        for entry in std::fs::read_dir(root).map_err(|e| Error::io(root, e))? {
-            let entry = entry.map_err(|e| Error::io(root, e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with("ui_") && entry.path().is_dir() {
-                ui_paths.push(entry.path());
+        let mut code_object_files = Vec::new();
+        let mut searched = vec![root.to_path_buf()];
+        if looks_like_ui_dir(root) {
+            ui_paths.push(root.to_path_buf());
+            walk(
+                root,
+                MAX_DEPTH,
+                false,
+                &mut Vec::new(),
+                &mut code_object_files,
+            );
+            // The parent of a relative `ui_dir` is `""`: the working directory.
+            let parent = root.parent().map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            });
+            if let Some(p) = parent {
+                searched.push(p.to_path_buf());
+                walk(
+                    p,
+                    MAX_DEPTH - 1,
+                    false,
+                    &mut Vec::new(),
+                    &mut code_object_files,
+                );
             }
+        } else {
+            walk(root, 0, true, &mut ui_paths, &mut code_object_files);
+        }
+        if ui_paths.is_empty() {
+            return Err(Error::NotATraceDir(root.to_path_buf()));
         }
         ui_paths.sort();
-        let mut search = vec![root.to_path_buf()];
-        if ui_paths.is_empty() {
-            if looks_like_ui_dir(root) {
-                ui_paths.push(root.to_path_buf());
-                if let Some(p) = root.parent() {
-                    search.push(p.to_path_buf());
-                }
-            } else {
-                return Err(Error::NotATraceDir(root.to_path_buf()));
-            }
-        }
+        code_object_files.sort();
+        code_object_files.dedup();
         let mut ui_dirs = Vec::new();
         let mut warnings = Vec::new();
-        for p in ui_paths {
-            let (ui, warning) = UiDir::open(&p)?;
+        for p in &ui_paths {
+            let (mut ui, warning) = UiDir::open(p)?;
             warnings.extend(warning);
-            ui_dirs.push(ui);
-        }
-        let mut code_object_files = Vec::new();
-        for dir in &search {
-            let Ok(rd) = std::fs::read_dir(dir) else {
-                continue;
-            };
-            for entry in rd.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if let Some(id) = code_object_id_of(&name) {
-                    code_object_files.push((id, entry.path()));
+            // The nearest file of each ID: the one sharing the longest path with the ui dir.
+            let mut best: BTreeMap<u64, (usize, &PathBuf)> = BTreeMap::new();
+            for (id, f) in &code_object_files {
+                let d = common_depth(p, f.parent().unwrap_or(f));
+                match best.get(id) {
+                    Some((bd, _)) if *bd >= d => {}
+                    _ => {
+                        best.insert(*id, (d, f));
+                    }
                 }
             }
+            ui.code_object_files = best
+                .into_iter()
+                .map(|(id, (_, f))| (id, f.clone()))
+                .collect();
+            ui_dirs.push(ui);
         }
-        code_object_files.sort();
-        code_object_files.dedup_by_key(|(id, _)| *id);
+        // Names must tell ui dirs apart (they name the Perfetto files): a name used twice
+        // becomes the path below the root.
+        let mut count: BTreeMap<String, usize> = BTreeMap::new();
+        for u in &ui_dirs {
+            *count.entry(u.name.clone()).or_default() += 1;
+        }
+        for u in &mut ui_dirs {
+            if count[&u.name] > 1 {
+                let rel = u.path.strip_prefix(root).unwrap_or(&u.path);
+                let parts: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                u.name = parts.join("_");
+            }
+        }
         Ok(TraceDir {
             root: root.to_path_buf(),
             ui_dirs,
             code_object_files,
+            searched,
             warnings,
         })
     }
 
-    /// Reads the funcmap of every code object file; unreadable ones are counted in `diag`.
-    pub fn read_code_objects(&self, diag: &mut Diagnostics) -> BTreeMap<u64, (Funcmap, String)> {
+    /// Reads the funcmap of every code object file, once each; unreadable ones are counted in
+    /// `diag`.
+    pub fn read_code_objects(&self, diag: &mut Diagnostics) -> BTreeMap<PathBuf, Funcmap> {
         let mut out = BTreeMap::new();
-        for (id, path) in &self.code_object_files {
+        for (_, path) in &self.code_object_files {
             match read_code_object_funcmap(path) {
                 Ok(Some(map)) => {
-                    let name = path
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    out.insert(*id, (map, name));
+                    out.insert(path.clone(), map);
                 }
                 Ok(None) => {}
                 Err(e) => diag.warn(kind::BAD_FILE, || e.to_string()),
@@ -192,16 +283,23 @@ impl UiDir {
                     .collect();
                 ses.sort_by_key(|(se, _)| *se);
                 for (se, files) in ses {
-                    for f in files {
-                        let fname = match &f {
-                            serde_json::Value::Array(a) => a.first().and_then(|x| x.as_str()),
-                            serde_json::Value::String(s) => Some(s.as_str()),
-                            _ => None,
+                    let mut chunks = Vec::new();
+                    for (i, f) in files.iter().enumerate() {
+                        let (fname, begin) = match f {
+                            serde_json::Value::Array(a) => (
+                                a.first().and_then(|x| x.as_str()),
+                                a.get(1).and_then(serde_json::Value::as_u64),
+                            ),
+                            serde_json::Value::String(s) => (Some(s.as_str()), None),
+                            _ => (None, None),
                         };
                         if let Some(fname) = fname {
-                            v.push((se, resolve(path, fname)));
+                            chunks.push((begin.unwrap_or(0), i, resolve(path, fname)));
                         }
                     }
+                    // Chunks in time order whatever order they are listed in.
+                    chunks.sort();
+                    v.extend(chunks.into_iter().map(|(_, _, p)| (se, p)));
                 }
                 listed = Some(v);
             }
@@ -227,6 +325,7 @@ impl UiDir {
                 name,
                 gfxip,
                 shaderdata,
+                code_object_files: Vec::new(),
             },
             warning,
         ))
@@ -240,21 +339,37 @@ impl UiDir {
     /// `sqtt_funcmap` rows (and layout/payload tables) taking their place when present.
     pub fn code_objects(
         &self,
-        files: &BTreeMap<u64, (Funcmap, String)>,
+        files: &BTreeMap<PathBuf, Funcmap>,
         diag: &mut Diagnostics,
     ) -> Vec<CodeObject> {
-        let mut maps: BTreeMap<u64, (Funcmap, String)> = files.clone();
+        let mut maps: BTreeMap<u64, (Funcmap, String, bool)> = self
+            .code_object_files
+            .iter()
+            .filter_map(|(id, p)| {
+                let m = files.get(p)?;
+                let name = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                Some((*id, (m.clone(), name, false)))
+            })
+            .collect();
         for (id, map) in read_code_json(&self.path.join("code.json"), diag) {
-            let wave = maps.get(&id).and_then(|(m, _)| m.wave_size);
+            let wave = maps.get(&id).and_then(|(m, _, _)| m.wave_size);
             let mut map = map;
             if map.wave_size.is_none() {
                 map.wave_size = wave;
             }
-            maps.insert(id, (map, format!("{}/code.json", self.name)));
+            let layout = map.clock_layout.is_some();
+            maps.insert(id, (map, format!("{}/code.json", self.name), layout));
         }
         let dw = self.default_wave_size();
         maps.into_iter()
-            .map(|(id, (m, src))| CodeObject::new(id, m, src, dw))
+            .map(|(id, (m, src, layout))| {
+                let mut co = CodeObject::new(id, m, src, dw);
+                co.layout_in_code_json = layout && co.encoding.has_shader_clock();
+                co
+            })
             .collect()
     }
 }
@@ -412,7 +527,44 @@ pub struct Occupancy {
     pub slots: FxHashMap<u64, Vec<WaveSpan>>,
     /// kernel_id (dispatch) -> kernel name.
     pub dispatches: BTreeMap<u64, String>,
+    /// kernel_id (dispatch) -> code object ID, from the `events` entries of the dispatches
+    /// (`entry_point.code_object_id`, written by att_tool's Python writer) or from the C++
+    /// writer's fallback kernel name `"<co> / 0x<addr>"`.
+    pub dispatch_codeobj: BTreeMap<u64, u64>,
     pub present: bool,
+}
+
+/// The code object ID of the C++ writer's fallback kernel name `"<co> / 0x<addr>"`.
+pub fn fallback_name_codeobj(name: &str) -> Option<u64> {
+    let (co, addr) = name.trim().split_once(" / ")?;
+    let hex = addr.strip_prefix("0x")?;
+    u64::from_str_radix(hex, 16).ok()?;
+    co.parse().ok()
+}
+
+/// `kernel_id -> code_object_id` of the dispatch entries of `events` (an array, or an object of
+/// arrays per shader engine).
+fn dispatch_events(v: &serde_json::Value, out: &mut BTreeMap<u64, u64>) {
+    match v {
+        serde_json::Value::Array(a) => {
+            for e in a {
+                let kid = e.get("kernel_id").and_then(serde_json::Value::as_u64);
+                let co = e
+                    .get("entry_point")
+                    .and_then(|p| p.get("code_object_id"))
+                    .and_then(serde_json::Value::as_u64);
+                if let (Some(kid), Some(co)) = (kid, co) {
+                    out.entry(kid).or_insert(co);
+                }
+            }
+        }
+        serde_json::Value::Object(o) => {
+            for v in o.values() {
+                dispatch_events(v, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 impl Occupancy {
@@ -422,11 +574,13 @@ impl Occupancy {
         let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 20, f));
         let mut rows: FxHashMap<u64, Vec<(u64, bool, u64)>> = FxHashMap::default();
         let mut dispatches = BTreeMap::new();
+        let mut dispatch_codeobj = BTreeMap::new();
         de::Deserializer::deserialize_map(
             &mut de,
             OccVisitor {
                 rows: &mut rows,
                 dispatches: &mut dispatches,
+                dispatch_codeobj: &mut dispatch_codeobj,
             },
         )
         .and_then(|()| de.end())
@@ -453,9 +607,15 @@ impl Occupancy {
             }
             slots.insert(key, spans);
         }
+        for (kid, name) in &dispatches {
+            if let Some(co) = fallback_name_codeobj(name) {
+                dispatch_codeobj.entry(*kid).or_insert(co);
+            }
+        }
         Ok(Occupancy {
             slots,
             dispatches,
+            dispatch_codeobj,
             present: true,
         })
     }
@@ -464,6 +624,7 @@ impl Occupancy {
 struct OccVisitor<'a> {
     rows: &'a mut FxHashMap<u64, Vec<(u64, bool, u64)>>,
     dispatches: &'a mut BTreeMap<u64, String>,
+    dispatch_codeobj: &'a mut BTreeMap<u64, u64>,
 }
 
 impl<'de> Visitor<'de> for OccVisitor<'_> {
@@ -493,6 +654,9 @@ impl<'de> Visitor<'de> for OccVisitor<'_> {
                     };
                     self.dispatches.insert(id, name);
                 }
+            } else if key == "events" {
+                let v: serde_json::Value = map.next_value()?;
+                dispatch_events(&v, self.dispatch_codeobj);
             } else {
                 map.next_value::<IgnoredAny>()?;
             }

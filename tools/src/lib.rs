@@ -14,7 +14,9 @@ pub mod error;
 pub mod flamegraph;
 pub mod input;
 pub mod memory;
+pub mod output;
 pub mod perfetto;
 pub mod shaderdata;
+pub mod stats;
 
 pub use error::Error;

@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use sqtt_thread_trace::cli as tt;
 use sqtt_tools::diag::{Diagnostics, NoProgress, Progress};
 use sqtt_tools::engine::Options;
+use sqtt_tools::output::AtomicFile;
 
 #[derive(Parser)]
 #[command(
@@ -30,6 +31,8 @@ enum Command {
     Flamegraph(FlamegraphArgs),
     /// One Chrome Trace Event JSON per ui_* directory, for the Perfetto UI.
     Perfetto(PerfettoArgs),
+    /// Per kernel and per scope: count, total, mean, min and max duration, sorted by total.
+    Stats(StatsArgs),
     /// Address-trace blocks as JSON, or a per-op summary.
     Memory(MemoryArgs),
     /// The waves of one shader engine's raw thread trace.
@@ -57,15 +60,25 @@ struct Common {
     /// Demangle C++ names.
     #[arg(long)]
     demangle: bool,
+    /// Show kernel and function names demangled and without template arguments, parameter
+    /// lists or return types.
+    #[arg(long)]
+    short_names: bool,
     /// Keep packed gfx12 marker values and arrival times (no timestamp correction).
     #[arg(long)]
     no_decode_markers: bool,
+    /// The built executable or a code object whose .sqtt_funcmap serves the dispatches whose
+    /// code object the directory lacks (repeatable).
+    #[arg(long = "code-object", value_name = "FILE")]
+    code_object: Vec<PathBuf>,
 }
 
 impl Common {
     fn options(&self) -> Options {
         Options {
             decode_markers: !self.no_decode_markers,
+            code_objects: self.code_object.clone(),
+            short_names: self.short_names,
             demangle: self.demangle,
         }
     }
@@ -91,8 +104,23 @@ struct PerfettoArgs {
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     output: Option<PathBuf>,
     /// Shader clock in GHz: timestamps become ns (default: cycles labelled as ns).
-    #[arg(long, value_name = "GHZ", value_parser = parse_ghz)]
+    #[arg(long, value_name = "GHZ", value_parser = parse_ghz, allow_hyphen_values = true)]
     clock_rate_ghz: Option<f64>,
+}
+
+#[derive(Args)]
+struct StatsArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Shader clock in GHz: durations also in ns.
+    #[arg(long, value_name = "GHZ", value_parser = parse_ghz, allow_hyphen_values = true)]
+    clock_rate_ghz: Option<f64>,
+    /// CSV instead of the text table.
+    #[arg(long, conflicts_with = "json")]
+    csv: bool,
+    /// JSON (schema "sqtt-stats", versioned) instead of the text table.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -191,10 +219,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             sqtt_tools::flamegraph::write_folded(&mut out, &r.folded)?;
             out.flush()?;
             if let Some(svg) = &a.svg {
-                let f = std::fs::File::create(svg)
+                // Replaces an existing SVG only once the new one is complete.
+                let mut f = AtomicFile::create(svg)
                     .with_context(|| format!("cannot create {}", svg.display()))?;
-                sqtt_tools::flamegraph::write_svg(std::io::BufWriter::new(f), &r.folded, &a.title)
+                sqtt_tools::flamegraph::write_svg(&mut f, &r.folded, &a.title)
                     .map_err(|e| anyhow::anyhow!("{}: {e}", svg.display()))?;
+                f.commit()
+                    .with_context(|| format!("cannot write {}", svg.display()))?;
             }
         }
         Command::Perfetto(a) => {
@@ -211,22 +242,63 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 eprintln!("sqtt: wrote {}", f.display());
             }
         }
+        Command::Stats(a) => {
+            let p = progress();
+            let r = sqtt_tools::commands::stats(
+                &a.common.dir,
+                a.clock_rate_ghz,
+                &a.common.options(),
+                &*p,
+            )?;
+            warn(&r.diag);
+            let text = if a.json {
+                let mut s = serde_json::to_string_pretty(&r.report)?;
+                s.push('\n');
+                s
+            } else if a.csv {
+                sqtt_tools::stats::to_csv(&r.report)
+            } else {
+                sqtt_tools::stats::to_text(&r.report)
+            };
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
         Command::Waves(a) => tt::run_waves(&a, &mut std::io::stdout().lock())?,
         Command::Clock(a) => tt::run_clock(&a, &mut std::io::stdout().lock())?,
         Command::ThreadTrace(a) => tt::run_thread_trace(&a, &mut std::io::stdout().lock())?,
         Command::Memory(a) => {
             let p = progress();
             let opts = a.common.options();
-            let out: Option<Box<dyn Write>> = match (&a.output, a.summary) {
-                (Some(path), _) => Some(Box::new(std::io::BufWriter::new(
-                    std::fs::File::create(path)
-                        .with_context(|| format!("cannot create {}", path.display()))?,
-                ))),
-                (None, false) => Some(Box::new(std::io::BufWriter::new(std::io::stdout()))),
-                (None, true) => None,
+            let dir = &a.common.dir;
+            let r = match (&a.output, a.summary) {
+                (Some(path), _) => {
+                    // Replaces an existing report only once the new one is complete.
+                    let f = AtomicFile::create(path)
+                        .with_context(|| format!("cannot create {}", path.display()))?;
+                    let (r, f) =
+                        sqtt_tools::commands::memory(dir, Some(f), a.access_size, &opts, &*p)?;
+                    if let Some(f) = f {
+                        f.commit()
+                            .with_context(|| format!("cannot write {}", path.display()))?;
+                    }
+                    r
+                }
+                (None, false) => {
+                    let out = std::io::BufWriter::new(std::io::stdout());
+                    sqtt_tools::commands::memory(dir, Some(out), a.access_size, &opts, &*p)?.0
+                }
+                (None, true) => {
+                    sqtt_tools::commands::memory::<std::io::Sink>(
+                        dir,
+                        None,
+                        a.access_size,
+                        &opts,
+                        &*p,
+                    )?
+                    .0
+                }
             };
-            let (r, _) =
-                sqtt_tools::commands::memory(&a.common.dir, out, a.access_size, &opts, &*p)?;
             warn(&r.diag);
             if a.summary {
                 let mut out = std::io::stdout().lock();
@@ -256,8 +328,12 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("sqtt: error: {e:#}");
-            // 2 for the usage errors the thread-trace subcommands find themselves, else 1.
-            ExitCode::from(tt::exit_code(&e) as u8)
+            // 2 for usage errors (a bad option value), else 1.
+            let usage = matches!(
+                e.downcast_ref::<sqtt_tools::Error>(),
+                Some(sqtt_tools::Error::CodeObjectOption { .. })
+            );
+            ExitCode::from(if usage { 2 } else { tt::exit_code(&e) as u8 })
         }
     }
 }

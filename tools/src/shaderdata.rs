@@ -25,12 +25,19 @@ pub struct Record {
     pub flags: u32,
 }
 
+/// Flags bit 0: the record came from `s_ttracedata_imm` (an 8-bit immediate, never a packed
+/// gfx12 header).
+pub const FLAG_IMM: u32 = 1;
 /// Flags bit 1: a privileged (non-user) record.
 pub const FLAG_PRIV: u32 = 2;
 
 impl Record {
     pub fn is_priv(&self) -> bool {
         self.flags & FLAG_PRIV != 0
+    }
+
+    pub fn is_imm(&self) -> bool {
+        self.flags & FLAG_IMM != 0
     }
 }
 

@@ -174,3 +174,150 @@ fn no_decode_markers_keeps_raw_values() {
     assert!(raw.iter().any(|v| v >> 20 != 0));
     assert!(raw.iter().all(|v| (v >> 2) & 0x3FFFF == 4));
 }
+
+/// Names in `dir` other than `keep`.
+fn others(dir: &Path, keep: &[&str]) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !keep.contains(&n.as_str()))
+        .collect()
+}
+
+#[test]
+fn failed_runs_leave_existing_outputs_untouched() {
+    let out = tempfile::tempdir().unwrap();
+    let old = "OLD CONTENT\n";
+
+    // sqtt memory -o with a missing input directory.
+    let report = out.path().join("out.json");
+    std::fs::write(&report, old).unwrap();
+    let o = sqtt(&["memory", "/nonexistent/trace", "-o", s(&report)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), old);
+
+    // sqtt perfetto -o when every shaderdata file turns out unreadable (the sinks are
+    // written before the run finds out).
+    let dir = tempfile::tempdir().unwrap();
+    let truth_sim = sim::scenario(1);
+    truth_sim.write(dir.path());
+    for ui in &truth_sim.uis {
+        for e in std::fs::read_dir(dir.path().join(&ui.name)).unwrap() {
+            let p = e.unwrap().path();
+            if p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("shaderdata_")
+            {
+                std::fs::write(&p, "garbage").unwrap();
+            }
+        }
+    }
+    let existing = format!("{}.perfetto.json", truth_sim.uis[0].name);
+    std::fs::write(out.path().join(&existing), old).unwrap();
+    let o = sqtt(&["perfetto", s(dir.path()), "-o", s(out.path())]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        std::fs::read_to_string(out.path().join(&existing)).unwrap(),
+        old
+    );
+
+    // --svg whose render fails (no stack has any cycles).
+    let empty = tempfile::tempdir().unwrap();
+    std::fs::create_dir(empty.path().join("ui_output_x")).unwrap();
+    std::fs::write(
+        empty.path().join("ui_output_x/shaderdata_0_0.json"),
+        r#"{"records":[[100,4,0,0,0,0]]}"#,
+    )
+    .unwrap();
+    let svg = out.path().join("out.svg");
+    std::fs::write(&svg, old).unwrap();
+    let o = sqtt(&["flamegraph", s(empty.path()), "--svg", s(&svg)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&svg).unwrap(), old);
+
+    // No temporary files are left behind.
+    assert!(
+        others(out.path(), &["out.json", "out.svg", &existing]).is_empty(),
+        "{:?}",
+        others(out.path(), &[])
+    );
+
+    // A successful run replaces them.
+    let good = tempfile::tempdir().unwrap();
+    sim::scenario(1).write(good.path());
+    let o = sqtt(&["memory", s(good.path()), "-o", s(&report)]);
+    assert!(o.status.success());
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(v["traces"].is_array());
+    let o = sqtt(&["flamegraph", s(good.path()), "--svg", s(&svg)]);
+    assert!(o.status.success());
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+}
+
+#[test]
+fn stats_text_csv_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = sim::scenario(1).write(dir.path());
+    // kernel_b's helper function: every instance, from the ground truth.
+    let helper = &truth.scopes[&(
+        "_Z8kernel_bv".to_string(),
+        "function".to_string(),
+        "_Z6helperf".to_string(),
+    )];
+    let total: u64 = helper.iter().sum();
+
+    let o = sqtt(&["stats", s(dir.path())]);
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.ends_with("_Z8kernel_bv / _Z6helperf"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(cols[0], "function");
+    assert_eq!(cols[1], helper.len().to_string());
+    assert_eq!(cols[2], total.to_string());
+
+    let o = sqtt(&["stats", s(dir.path()), "--csv", "--clock-rate-ghz", "2"]);
+    assert!(o.status.success());
+    let csv = String::from_utf8(o.stdout).unwrap();
+    assert!(csv.starts_with(
+        "kernel,scope,kind,count,total_cycles,mean_cycles,min_cycles,max_cycles,total_ns,"
+    ));
+    let row = csv
+        .lines()
+        .find(|l| l.starts_with("\"_Z8kernel_bv\",\"_Z6helperf\",function,"))
+        .unwrap();
+    let f: Vec<&str> = row.split(',').collect();
+    assert_eq!(f[4], total.to_string());
+    assert_eq!(f[8].parse::<f64>().unwrap(), total as f64 / 2.0);
+    // Names with commas stay one field.
+    assert!(csv.contains("\"kernel_a(float*, int)\",\"\",kernel,"));
+
+    let o = sqtt(&["stats", s(dir.path()), "--json"]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema"], "sqtt-stats");
+    assert_eq!(v["version"], 1);
+    let totals: Vec<u64> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["total_cycles"].as_u64().unwrap())
+        .collect();
+    assert!(totals.windows(2).all(|w| w[0] >= w[1]));
+
+    for bad in ["-1", "0", "fast"] {
+        let o = sqtt(&["stats", s(dir.path()), "--clock-rate-ghz", bad]);
+        assert_eq!(o.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(
+            err.contains(&format!("invalid value '{bad}' for '--clock-rate-ghz")),
+            "{err}"
+        );
+    }
+    let o = sqtt(&["stats", s(dir.path()), "--csv", "--json"]);
+    assert_eq!(o.status.code(), Some(2));
+}

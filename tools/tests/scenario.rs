@@ -373,3 +373,54 @@ fn perfetto_threads_stay_unique_past_256_instances() {
         "per-thread events differ from the ground truth"
     );
 }
+
+/// (count, total, min, max) of some durations.
+fn summary(d: &[u64]) -> (u64, u64, u64, u64) {
+    (
+        d.len() as u64,
+        d.iter().sum(),
+        *d.iter().min().unwrap(),
+        *d.iter().max().unwrap(),
+    )
+}
+
+#[test]
+fn stats_match_ground_truth() {
+    use sqtt_tools::stats::{RowKind, StatsReport};
+    let (dir, truth) = setup(2);
+    let r = commands::stats(dir.path(), Some(2.0), &opts(), &NoProgress).unwrap();
+    let rep = &r.report;
+    assert_eq!((rep.schema.as_str(), rep.version), ("sqtt-stats", 1));
+    let mut want = BTreeMap::new();
+    for (k, d) in &truth.waves {
+        want.insert((k.clone(), "kernel".to_string(), String::new()), summary(d));
+    }
+    for ((k, kind, s), d) in &truth.scopes {
+        want.insert((k.clone(), kind.clone(), s.clone()), summary(d));
+    }
+    let mut got = BTreeMap::new();
+    for row in &rep.rows {
+        let key = (
+            row.kernel.clone(),
+            row.kind.label().to_string(),
+            row.scope.clone().unwrap_or_default(),
+        );
+        got.insert(
+            key,
+            (row.count, row.total_cycles, row.min_cycles, row.max_cycles),
+        );
+        assert!((row.mean_cycles - row.total_cycles as f64 / row.count as f64).abs() < 1e-9);
+        assert_eq!(row.total_ns, Some(row.total_cycles as f64 / 2.0));
+        assert_eq!(row.max_ns, Some(row.max_cycles as f64 / 2.0));
+        assert_eq!(row.kind == RowKind::Kernel, row.scope.is_none());
+    }
+    assert_eq!(got, want);
+    assert!(rep
+        .rows
+        .windows(2)
+        .all(|w| w[0].total_cycles >= w[1].total_cycles));
+    // The JSON is the schema type, and reads back.
+    let text = serde_json::to_string(rep).unwrap();
+    let back: StatsReport = serde_json::from_str(&text).unwrap();
+    assert_eq!(&back, rep);
+}

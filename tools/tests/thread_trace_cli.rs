@@ -11,7 +11,7 @@ fn sqtt(args: &[&str]) -> Output {
 }
 
 fn capture(rel: &str) -> String {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/sqtt-captures");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/sqtt-captures");
     assert!(
         dir.is_dir(),
         "the real captures are missing at {}",

@@ -63,6 +63,9 @@ pub enum Act {
     Addr(u32, AddrBlock),
     /// A numeric user marker (legacy value, ID not in the funcmap).
     Numeric(u32),
+    /// Point `id` written by `s_ttracedata_imm`: an IMM-flagged record in the legacy form,
+    /// never packed, even in a packed code object.
+    ImmPoint(u32),
 }
 
 #[derive(Clone, Debug)]
@@ -101,6 +104,12 @@ pub struct UiDef {
     pub priv_records: usize,
     /// Records per shaderdata chunk file.
     pub chunk: usize,
+    /// occupancy.json as att_tool's Python writer makes it: `events` per SE with one dispatch
+    /// entry per dispatch giving `entry_point.code_object_id` (else the C++ writer's `[]`).
+    pub python_events: bool,
+    /// att_tool already restored the packed headers to the legacy form and corrected their
+    /// times (payloads move with their header), keeping `sqtt_funcmap_layout` in code.json.
+    pub normalised: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -138,6 +147,10 @@ pub struct Truth {
     pub records: u64,
     pub unmatched_enter: u64,
     pub corrected_headers: u64,
+    /// Durations of every scope instance, by (kernel, "function" or "user", scope).
+    pub scopes: BTreeMap<(String, String, String), Vec<u64>>,
+    /// Durations of every wave (start to end), by kernel.
+    pub waves: BTreeMap<String, Vec<u64>>,
 }
 
 /// The Perfetto thread ID of the documented scheme (instances from 256 on, which the tool numbers
@@ -324,6 +337,14 @@ impl Sim {
             let events: &mut Vec<PEvent> = pev.entry((w.dispatch, tidv)).or_default();
             let prefix = d.name.clone();
             let mut stack: Vec<(String, &'static str)> = Vec::new();
+            let mut starts: Vec<u64> = Vec::new();
+            let kind_of = |cat: &str| {
+                if cat == "sqtt.function" {
+                    "function"
+                } else {
+                    "user"
+                }
+            };
             let mut last = w.start;
             let mut last_arrival = w.start;
             let mut prev_arrival = 0u64;
@@ -380,10 +401,12 @@ impl Sim {
                     Act::Data(id, v) => (*id, 0, vec![*v]),
                     Act::Addr(id, b) => (*id, 0, b.tokens.clone()),
                     Act::Numeric(v) => (v >> 2, v & 3, vec![]),
+                    Act::ImmPoint(id) => (*id, 0, vec![]),
                     Act::Work(_) => unreachable!(),
                 };
                 let numeric = matches!(act, Act::Numeric(_));
-                let is_packed = packed && !numeric;
+                let imm = matches!(act, Act::ImmPoint(_));
+                let is_packed = packed && !numeric && !imm;
                 let phase = ui.phase[w.simd as usize];
                 let issue = if is_packed {
                     (t + phase).div_ceil(bucket) * bucket - phase
@@ -410,7 +433,9 @@ impl Sim {
                 } else {
                     arrival
                 };
-                let value = if is_packed {
+                let value = if is_packed && ui.normalised {
+                    MarkerEncoding::legacy().pack(id, flags, 0)
+                } else if is_packed {
                     let clock = ((issue + phase) >> enc.shader_clock_shift) as u32;
                     enc.pack(id, flags, clock)
                 } else if numeric {
@@ -421,13 +446,19 @@ impl Sim {
                 } else {
                     MarkerEncoding::legacy().pack(id, flags, 0)
                 };
-                push(arrival, value, 0, &mut seq);
+                // What the JSON holds: arrival times, or the corrected ones after att_tool.
+                let written = if is_packed && ui.normalised {
+                    observed
+                } else {
+                    arrival
+                };
+                push(written, value, u32::from(imm), &mut seq);
                 if ui.priv_records > 0 && !payload.is_empty() {
                     // A privileged record of the same wave between header and payload.
-                    push(arrival + 1, 0xFFFF_FFFF, 2, &mut seq);
+                    push(written + 1, 0xFFFF_FFFF, 2, &mut seq);
                 }
                 for (k, p) in payload.iter().enumerate() {
-                    push(arrival + 1 + k as u64, *p, 0, &mut seq);
+                    push(written + 1 + k as u64, *p, 0, &mut seq);
                 }
                 // Ground truth of what the tools must show.
                 let is_scope = numeric || map.by_id(id).is_some_and(|e| e.kind.is_scope());
@@ -440,12 +471,19 @@ impl Sim {
                     last_arrival = arrival;
                     if flags & 1 == 1 {
                         let (f, cat) = stack.pop().expect("sim exit with empty stack");
+                        let t0 = starts.pop().expect("sim start");
+                        truth
+                            .scopes
+                            .entry((prefix.clone(), kind_of(cat).into(), f.clone()))
+                            .or_default()
+                            .push(observed - t0);
                         events.push(("E".into(), f, cat.into(), observed));
                     }
                     if flags & 2 == 2 {
                         let (f, cat) = name_of(id);
                         events.push(("B".into(), f.clone(), cat.into(), observed));
                         stack.push((f, cat));
+                        starts.push(observed);
                     }
                 } else {
                     let (f, _) = name_of(id);
@@ -471,7 +509,18 @@ impl Sim {
             let end = t + 200;
             *truth.folded.entry(path(&stack)).or_default() += end - last;
             *truth.folded_arrival.entry(path(&stack)).or_default() += end - last_arrival;
+            truth
+                .waves
+                .entry(prefix.clone())
+                .or_default()
+                .push(end - w.start);
             while let Some((f, cat)) = stack.pop() {
+                let t0 = starts.pop().expect("sim start");
+                truth
+                    .scopes
+                    .entry((prefix.clone(), kind_of(cat).into(), f.clone()))
+                    .or_default()
+                    .push(end - t0);
                 truth.unmatched_enter += 1;
                 events.push(("E".into(), f, cat.into(), end));
             }
@@ -572,7 +621,24 @@ impl Sim {
             .map(|d| (d.kernel_id.to_string(), serde_json::json!(d.name)))
             .collect();
         occj.insert("dispatches".into(), serde_json::Value::Object(disp));
-        occj.insert("events".into(), serde_json::json!([]));
+        if ui.python_events {
+            let entries: Vec<serde_json::Value> = ui
+                .dispatches
+                .iter()
+                .map(|d| {
+                    serde_json::json!({
+                        "kind": "dispatch",
+                        "time": 0,
+                        "kernel_id": d.kernel_id,
+                        "kernel_name": d.name,
+                        "entry_point": {"address": 0x1000 * d.kernel_id, "code_object_id": d.codeobj},
+                    })
+                })
+                .collect();
+            occj.insert("events".into(), serde_json::json!({ "0": entries }));
+        } else {
+            occj.insert("events".into(), serde_json::json!([]));
+        }
         std::fs::write(
             dir.join("occupancy.json"),
             serde_json::Value::Object(occj).to_string(),
@@ -736,6 +802,8 @@ pub fn scenario(scale: usize) -> Sim {
         extra_delays: vec![],
         priv_records: 40 * scale,
         chunk: 700,
+        normalised: false,
+        python_events: false,
     };
     let full: u64 = u64::MAX;
     for rep in 0..scale as u64 {
@@ -867,6 +935,8 @@ pub fn scenario(scale: usize) -> Sim {
         extra_delays: vec![40, 5, 0, 70, 16, 100],
         priv_records: 25 * scale,
         chunk: 100_000,
+        normalised: false,
+        python_events: false,
     };
     for rep in 0..scale as u64 {
         let base = rep * 500_000;
