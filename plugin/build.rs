@@ -3,24 +3,52 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+/// The LLVM majors the plugin builds for, with their cargo features. From 19 on the plugin
+/// registers its passes itself (llvm-plugin 0.6 stops at 18).
+const MAJORS: &[(u32, &str)] = &[
+    (15, "llvm15-0"),
+    (16, "llvm16-0"),
+    (17, "llvm17-0"),
+    (18, "llvm18-0"),
+    (19, "llvm19-1"),
+    (20, "llvm20-1"),
+    (21, "llvm21-1"),
+    (22, "llvm22-1"),
+    (23, "llvm23-1"),
+];
+const FIRST_OWN_REGISTRATION: u32 = 19;
+
 fn llvm_major() -> u32 {
-    let majors: Vec<u32> = [(15, "LLVM15_0"), (16, "LLVM16_0"), (18, "LLVM18_0")]
+    let feature_var = |f: &str| format!("CARGO_FEATURE_{}", f.to_uppercase().replace('-', "_"));
+    let majors: Vec<u32> = MAJORS
         .iter()
-        .filter(|(_, f)| std::env::var_os(format!("CARGO_FEATURE_{f}")).is_some())
+        .filter(|(_, f)| std::env::var_os(feature_var(f)).is_some())
         .map(|(m, _)| *m)
         .collect();
+    let names: Vec<&str> = MAJORS.iter().map(|(_, f)| *f).collect();
     match majors.as_slice() {
         [m] => *m,
-        [] => panic!("sqtt-plugin: enable one of the features llvm15-0, llvm16-0, llvm18-0"),
+        [] => panic!(
+            "sqtt-plugin: enable one of the features {}",
+            names.join(", ")
+        ),
         _ => panic!(
-            "sqtt-plugin: features {majors:?} are exclusive; build with --no-default-features \
-             --features llvm<N>-0"
+            "sqtt-plugin: features for LLVM {majors:?} are exclusive; build with \
+             --no-default-features --features <one of {}>",
+            names.join(", ")
         ),
     }
 }
 
+/// The LLVM prefix variable: llvm-plugin's (LLVM_SYS_150_PREFIX) up to 18, llvm-sys's style
+/// (LLVM_SYS_191_PREFIX) from 19.
+fn prefix_var(major: u32) -> String {
+    let minor = u32::from(major >= FIRST_OWN_REGISTRATION);
+    format!("LLVM_SYS_{major}{minor}_PREFIX")
+}
+
 fn llvm_config(major: u32) -> PathBuf {
-    let prefix_var = format!("LLVM_SYS_{major}0_PREFIX");
+    let prefix_var = prefix_var(major);
     println!("cargo:rerun-if-env-changed={prefix_var}");
     if let Some(prefix) = std::env::var_os(&prefix_var) {
         return PathBuf::from(prefix).join("bin/llvm-config");
@@ -70,6 +98,9 @@ fn main() {
             .unwrap_or_else(|e| panic!("running {} {arg}: {e}", config.display()));
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
+    let own_registration = major >= FIRST_OWN_REGISTRATION;
+    // Plugin API 2 (LLVM 22): PassPluginLibraryInfo gained a fifth pointer.
+    let plugin_api_2 = major >= 22;
     let mut build = cc::Build::new();
     build
         .cpp(true)
@@ -77,11 +108,30 @@ fn main() {
         .include(query("--includedir"))
         .flag_if_supported("-std=c++17")
         .warnings(false);
+    if own_registration {
+        let info_size = if plugin_api_2 { 40 } else { 32 };
+        build
+            .file("shim/register.cpp")
+            .define("SQTT_PLUGIN_INFO_SIZE", info_size.to_string().as_str());
+    }
     if query("--has-rtti") != "YES" {
         build.flag_if_supported("-fno-rtti");
     }
     build.compile("sqtt_shim");
-    provide_unversioned_libllvm(&query("--libdir"), major);
+    println!("cargo::rustc-check-cfg=cfg(sqtt_own_registration)");
+    println!("cargo::rustc-check-cfg=cfg(sqtt_plugin_api_2)");
+    if own_registration {
+        // LLVM's symbols are resolved from the process the plugin is loaded into (clang, opt,
+        // lld), whichever libLLVM or static LLVM it carries: linking Debian's libLLVM here would
+        // load a second copy into a ROCm clang.
+        println!("cargo:rustc-cfg=sqtt_own_registration");
+        if plugin_api_2 {
+            println!("cargo:rustc-cfg=sqtt_plugin_api_2");
+        }
+    } else {
+        provide_unversioned_libllvm(&query("--libdir"), major);
+    }
     println!("cargo:rustc-env=SQTT_PLUGIN_LLVM_MAJOR={major}");
     println!("cargo:rerun-if-changed=shim/shim.cpp");
+    println!("cargo:rerun-if-changed=shim/register.cpp");
 }

@@ -1,5 +1,5 @@
 // The few LLVM C++ APIs that the LLVM-C interface lacks. Kept tiny and version-neutral
-// (LLVM 15-18); everything else the plugin does goes through LLVM-C.
+// (LLVM 15-23); everything else the plugin does goes through LLVM-C.
 #include "llvm/IR/BasicBlock.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
@@ -70,7 +70,8 @@ extern "C" const char *sqtt_shim_inline_asm_string(LLVMValueRef Callee, size_t *
     *Len = 0;
     return nullptr;
   }
-  const std::string &S = IA->getAsmString();
+  // A std::string before LLVM 21, a StringRef from 21: both convert to StringRef.
+  StringRef S = IA->getAsmString();
   *Len = S.size();
   return S.data();
 }

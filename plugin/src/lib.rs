@@ -20,13 +20,11 @@ mod scope;
 mod size;
 mod target;
 
-use llvm_plugin::inkwell::module::Module as InkwellModule;
-use llvm_plugin::{
-    LlvmModulePass, ModuleAnalysisManager, OptimizationLevel, PassBuilder, PipelineParsing,
-    PreservedAnalyses,
-};
+mod registration;
+
 use sqtt_config::Settings;
 
+use crate::compat::sys::prelude::LLVMModuleRef;
 use crate::llvm::{Module, Value};
 
 /// Text the driver reads (without loading the plugin) to learn which LLVM it was built for.
@@ -53,36 +51,37 @@ const fn info_bytes<const N: usize>(s: &str) -> [u8; N] {
 #[link_section = ".sqtt_plugin_info"]
 static PLUGIN_INFO: [u8; PLUGIN_INFO_TEXT.len()] = info_bytes(PLUGIN_INFO_TEXT);
 
-#[llvm_plugin::plugin(name = "sqtt", version = "0.1")]
-fn plugin_registrar(builder: &mut PassBuilder) {
-    builder.add_module_pipeline_parsing_callback(|name, manager| match name {
-        "sqtt" => {
-            manager.add_pass(SqttPass(Phase::Late));
-            PipelineParsing::Parsed
-        }
-        "sqtt-early" => {
-            manager.add_pass(SqttPass(Phase::Early));
-            PipelineParsing::Parsed
-        }
-        _ => PipelineParsing::NotParsed,
-    });
-    // Early: before the inliner, so functions are measured and marked before they are inlined
-    // away. Skipped at -O0, where nothing is inlined but always-inline wrappers.
-    builder.add_pipeline_early_simplification_ep_callback(|manager, level| {
-        if !matches!(level, OptimizationLevel::O0) {
-            manager.add_pass(SqttPass(Phase::Early));
-        }
-    });
-    // Late: OptimizerLast fires at every level (after the always-inliner at -O0), once per
-    // device module, after all IR optimisation: markers placed here move only in codegen.
-    builder.add_optimizer_last_ep_callback(|manager, _level| {
-        manager.add_pass(SqttPass(Phase::Late));
-    });
-    // -fgpu-rdc: the device link (lld, loaded with `--load-pass-plugin`) merges every
-    // translation unit's module; the late phase runs there, once, so IDs cannot collide.
-    builder.add_full_lto_last_ep_callback(|manager, _level| {
-        manager.add_pass(SqttPass(Phase::LinkLate));
-    });
+/// The pass builder hooks the plugin uses. Whichever registration layer is compiled in asks
+/// [`phase_at`] what to add at each, so the pipeline policy lives here once.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum ExtensionPoint {
+    /// Before the inliner, so functions are measured and marked before they are inlined away.
+    EarlySimplification,
+    /// After all IR optimisation, at every level (after the always-inliner at -O0), once per
+    /// device module: markers placed here move only in codegen.
+    OptimizerLast,
+    /// `-fgpu-rdc`: the device link (lld, loaded with `--load-pass-plugin`) merges every
+    /// translation unit's module; the late phase runs there, once, so IDs cannot collide.
+    FullLtoLast,
+}
+
+/// The phase to add at an extension point, if any. The early phase is skipped at -O0, where
+/// nothing is inlined but always-inline wrappers.
+pub(crate) fn phase_at(point: ExtensionPoint, o0: bool) -> Option<Phase> {
+    match point {
+        ExtensionPoint::EarlySimplification => (!o0).then_some(Phase::Early),
+        ExtensionPoint::OptimizerLast => Some(Phase::Late),
+        ExtensionPoint::FullLtoLast => Some(Phase::LinkLate),
+    }
+}
+
+/// The phase a pass name of a textual pipeline (`opt -passes=...`) stands for.
+pub(crate) fn phase_named(name: &str) -> Option<Phase> {
+    match name {
+        "sqtt" => Some(Phase::Late),
+        "sqtt-early" => Some(Phase::Early),
+        _ => None,
+    }
 }
 
 /// Whether the driver asked to leave IDs and the funcmap to the device link.
@@ -90,62 +89,58 @@ fn deferred_to_link() -> bool {
     std::env::var(sqtt_config::var::DEFER_TO_LINK).is_ok_and(|v| v == "1")
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Early,
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u32)]
+pub(crate) enum Phase {
+    Early = 0,
     /// OptimizerLast of a compile step (or `opt -passes=sqtt`).
-    Late,
+    Late = 1,
     /// The full-LTO device link of `-fgpu-rdc`.
-    LinkLate,
+    LinkLate = 2,
 }
 
-/// The module pass (module passes run even for `optnone` functions at -O0).
-struct SqttPass(Phase);
-
-impl LlvmModulePass for SqttPass {
-    fn run_pass(
-        &self,
-        module: &mut InkwellModule,
-        _manager: &ModuleAnalysisManager,
-    ) -> PreservedAnalyses {
-        // SAFETY: the module outlives this call, and no handle escapes it.
-        let m = unsafe { Module::from_raw(module.as_mut_ptr()) };
-        if !m.is_amdgpu() || funcmap_emit::already_instrumented(m) {
-            return PreservedAnalyses::All;
-        }
-        if self.0 == Phase::Early && ledger::has_early_ledger(m) {
-            return PreservedAnalyses::All;
-        }
-        let mut phase = self.0;
-        if phase == Phase::Late && deferred_to_link() {
-            // Leave the bare markers and the ledger in the bitcode for the device link; at -O0
-            // the early step has not run yet.
-            if ledger::has_early_ledger(m) {
-                return PreservedAnalyses::All;
-            }
-            phase = Phase::Early;
-        }
-        let settings = match Settings::from_process_env() {
-            Ok(s) => s,
-            Err(e) => {
-                // Reported once, by the late phase (the early one does not run at -O0).
-                if self.0 != Phase::Early {
-                    m.emit_error(&format!("sqtt: {e}"));
-                }
-                return PreservedAnalyses::All;
-            }
-        };
-        named::clear_target_cache();
-        match phase {
-            Phase::Early => early::run(m, &settings),
-            Phase::Late | Phase::LinkLate => {
-                if let Err(msg) = late::run(m, &settings) {
-                    m.emit_error(&msg);
-                }
-            }
-        }
-        PreservedAnalyses::None
+/// Runs one phase on a module (a module pass: module passes run even for `optnone` functions
+/// at -O0). Returns whether the module changed.
+///
+/// # Safety
+/// `raw` must be a live module for the whole call; no handle to it escapes the call.
+pub(crate) unsafe fn run_phase(raw: LLVMModuleRef, requested: Phase) -> bool {
+    let m = Module::from_raw(raw);
+    if !m.is_amdgpu() || funcmap_emit::already_instrumented(m) {
+        return false;
     }
+    if requested == Phase::Early && ledger::has_early_ledger(m) {
+        return false;
+    }
+    let mut phase = requested;
+    if phase == Phase::Late && deferred_to_link() {
+        // Leave the bare markers and the ledger in the bitcode for the device link; at -O0
+        // the early step has not run yet.
+        if ledger::has_early_ledger(m) {
+            return false;
+        }
+        phase = Phase::Early;
+    }
+    let settings = match Settings::from_process_env() {
+        Ok(s) => s,
+        Err(e) => {
+            // Reported once, by the late phase (the early one does not run at -O0).
+            if requested != Phase::Early {
+                m.emit_error(&format!("sqtt: {e}"));
+            }
+            return false;
+        }
+    };
+    named::clear_target_cache();
+    match phase {
+        Phase::Early => early::run(m, &settings),
+        Phase::Late | Phase::LinkLate => {
+            if let Err(msg) = late::run(m, &settings) {
+                m.emit_error(&msg);
+            }
+        }
+    }
+    true
 }
 
 /// The metadata kinds of the pass's tags in a context, looked up once per context.

@@ -8,7 +8,7 @@
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_uint};
 
-use llvm_plugin::inkwell::llvm_sys as sys;
+use crate::compat::sys;
 use sys::core::*;
 use sys::prelude::*;
 
@@ -190,6 +190,7 @@ impl Module {
     /// A private constant byte string in `section`, kept by `llvm.used`.
     pub fn add_section_bytes(self, name: &str, section: &str, bytes: &[u8], addrspace: u32) {
         unsafe {
+            #[allow(deprecated)] // LLVMConstStringInContext2 exists only from LLVM 19
             let init = LLVMConstStringInContext(
                 self.ctx(),
                 bytes.as_ptr() as *const c_char,
