@@ -34,6 +34,8 @@ ir_case() {
 hwreg_of() {
   case $1 in
   gfx9*) echo 'hwreg\(HW_REG_HW_ID, 8, 4\)' ;;
+  # LLVM 22 prints gfx12's HW_ID1 as HW_REG_WAVE_HW_ID1 (same register, ID 23).
+  gfx12*) echo 'hwreg\(HW_REG_(WAVE_)?HW_ID1, 10, 4\)' ;;
   *) echo 'hwreg\(HW_REG_HW_ID1, 10, 4\)' ;;
   esac
 }
@@ -170,8 +172,9 @@ R:5:extra_payload_count=$gpay"
   fi
 
   # 6. gfx12 shader-clock packing (SQTT_SHADER_CLOCK_BITS=8, shift 4): every header reads
-  #    hwreg(HW_REG_SHADER_CYCLES_LO, 4, 8) and the funcmap starts with the M: row; elsewhere
-  #    packing is off (no clock read, no M: row).
+  #    hwreg(HW_REG_SHADER_CYCLES_LO, 4, 8) (gfx1250: s_get_shader_cycles_u64, the whole
+  #    counter) and the funcmap starts with the M: row; elsewhere packing is off (no clock read,
+  #    no M: row).
   n="ir $cpu clock packing"
   if ir_case "$cpu-clock" "$FIXTURES/barrier_sync.ll" "$cpu" SQTT_SCOPE_CU=-1 \
     SQTT_SHADER_CLOCK_BITS=8; then
@@ -184,8 +187,16 @@ R:5:extra_payload_count=$gpay"
       lane_check_funcmap "$n" "$IR_OBJCOPY" "$WORK/$cpu-clock.o" "M:shader_clock_bits=8;shader_clock_shift=4
 $BARRIER_FUNCMAP"
       ;;
+    gfx1250)
+      lane_check_grep "$n: 64-bit clock read in every header" "$s" \
+        '^[[:space:]]*s_get_shader_cycles_u64 s\[[0-9]+:[0-9]+\]' 4
+      lane_check_grep "$n: clock window and ID packed into M0" "$s" '^[[:space:]]*s_or_b32 m0, s[0-9]+, ' 4
+      lane_check_grep "$n: no s_ttracedata_imm" "$s" 's_ttracedata_imm' 0
+      lane_check_funcmap "$n" "$IR_OBJCOPY" "$WORK/$cpu-clock.o" "M:shader_clock_bits=8;shader_clock_shift=4
+$BARRIER_FUNCMAP"
+      ;;
     *)
-      lane_check_grep "$n: off on $cpu" "$s" 'SHADER_CYCLES' 0
+      lane_check_grep "$n: off on $cpu" "$s" 'SHADER_CYCLES|shader_cycles' 0
       lane_check_funcmap "$n" "$IR_OBJCOPY" "$WORK/$cpu-clock.o" "$BARRIER_FUNCMAP"
       ;;
     esac
