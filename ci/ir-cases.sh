@@ -34,7 +34,7 @@ ir_case() {
 hwreg_of() {
   case $1 in
   gfx9*) echo 'hwreg\(HW_REG_HW_ID, 8, 4\)' ;;
-  # LLVM 22 prints gfx12's HW_ID1 as HW_REG_WAVE_HW_ID1 (same register, ID 23).
+  # The same register (23) under its gfx12 assembler name.
   gfx12*) echo 'hwreg\(HW_REG_(WAVE_)?HW_ID1, 10, 4\)' ;;
   *) echo 'hwreg\(HW_REG_HW_ID1, 10, 4\)' ;;
   esac
@@ -188,8 +188,8 @@ R:5:extra_payload_count=$gpay"
 $BARRIER_FUNCMAP"
       ;;
     gfx1250)
-      lane_check_grep "$n: 64-bit clock read in every header" "$s" \
-        '^[[:space:]]*s_get_shader_cycles_u64 s\[[0-9]+:[0-9]+\]' 4
+      # No SHADER_CYCLES register: the 64-bit counter instruction, one read per header.
+      lane_check_grep "$n: clock read in every header" "$s" 's_get_shader_cycles_u64 s\[[0-9]+:[0-9]+\]' 4
       lane_check_grep "$n: clock window and ID packed into M0" "$s" '^[[:space:]]*s_or_b32 m0, s[0-9]+, ' 4
       lane_check_grep "$n: no s_ttracedata_imm" "$s" 's_ttracedata_imm' 0
       lane_check_funcmap "$n" "$IR_OBJCOPY" "$WORK/$cpu-clock.o" "M:shader_clock_bits=8;shader_clock_shift=4

@@ -47,6 +47,18 @@ fn prefix_var(major: u32) -> String {
     format!("LLVM_SYS_{major}{minor}_PREFIX")
 }
 
+/// The cfgs the Rust side switches on: the own registration (19+) and plugin API 2 (22+).
+fn emit_cfgs(major: u32) {
+    println!("cargo::rustc-check-cfg=cfg(sqtt_own_registration)");
+    println!("cargo::rustc-check-cfg=cfg(sqtt_plugin_api_2)");
+    if major >= FIRST_OWN_REGISTRATION {
+        println!("cargo:rustc-cfg=sqtt_own_registration");
+    }
+    if major >= 22 {
+        println!("cargo:rustc-cfg=sqtt_plugin_api_2");
+    }
+}
+
 fn llvm_config(major: u32) -> PathBuf {
     let prefix_var = prefix_var(major);
     println!("cargo:rerun-if-env-changed={prefix_var}");
@@ -90,6 +102,15 @@ fn provide_unversioned_libllvm(libdir: &str, major: u32) {
 
 fn main() {
     let major = llvm_major();
+    println!("cargo:rerun-if-env-changed=SQTT_PLUGIN_RUST_ONLY");
+    if std::env::var_os("SQTT_PLUGIN_RUST_ONLY").is_some_and(|v| v == "1") {
+        // `cargo check` of the Rust side against a major with no LLVM installed (20, which no
+        // Debian suite packages): the C++ shim needs that LLVM's headers and is skipped. The
+        // result cannot be linked or loaded.
+        emit_cfgs(major);
+        println!("cargo:rustc-env=SQTT_PLUGIN_LLVM_MAJOR={major}");
+        return;
+    }
     let config = llvm_config(major);
     let query = |arg: &str| {
         let out = Command::new(&config)
@@ -118,17 +139,11 @@ fn main() {
         build.flag_if_supported("-fno-rtti");
     }
     build.compile("sqtt_shim");
-    println!("cargo::rustc-check-cfg=cfg(sqtt_own_registration)");
-    println!("cargo::rustc-check-cfg=cfg(sqtt_plugin_api_2)");
-    if own_registration {
-        // LLVM's symbols are resolved from the process the plugin is loaded into (clang, opt,
-        // lld), whichever libLLVM or static LLVM it carries: linking Debian's libLLVM here would
-        // load a second copy into a ROCm clang.
-        println!("cargo:rustc-cfg=sqtt_own_registration");
-        if plugin_api_2 {
-            println!("cargo:rustc-cfg=sqtt_plugin_api_2");
-        }
-    } else {
+    emit_cfgs(major);
+    // From 19, LLVM's symbols are resolved from the process the plugin is loaded into (clang,
+    // opt, lld), whichever libLLVM or static LLVM it carries: linking Debian's libLLVM would
+    // load a second copy into a ROCm clang. Up to 18 llvm-plugin links libLLVM.
+    if !own_registration {
         provide_unversioned_libllvm(&query("--libdir"), major);
     }
     println!("cargo:rustc-env=SQTT_PLUGIN_LLVM_MAJOR={major}");

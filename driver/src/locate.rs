@@ -64,12 +64,48 @@ pub fn find_hipcc(
             }
         }
     }
-    search_path("hipcc".as_ref(), getenv, &not_me).ok_or_else(|| {
-        Fail::usage(
-            "cannot find the real hipcc: set SQTT_HIPCC=/path/to/hipcc, or HIP_PATH/ROCM_PATH, \
-             or put hipcc on PATH"
-                .to_string(),
-        )
+    search_path("hipcc".as_ref(), getenv, &not_me)
+        .or_else(|| {
+            let p = PathBuf::from(DEFAULT_ROCM).join("bin/hipcc");
+            (is_executable(&p) && not_me(&p)).then_some(p)
+        })
+        .ok_or_else(|| {
+            Fail::usage(format!(
+                "cannot find the real hipcc: set SQTT_HIPCC=/path/to/hipcc, or HIP_PATH/ROCM_PATH, \
+                 or put hipcc on PATH (looked there and in {DEFAULT_ROCM}/bin)"
+            ))
+        })
+}
+
+/// Where ROCm installs when nothing says otherwise.
+pub const DEFAULT_ROCM: &str = "/opt/rocm";
+
+/// The LLVM toolchain directory (holding `bin/clang`, `bin/llvm-config`) of a ROCm install:
+/// `<rocm>/llvm` (ROCm up to 6.x, and a link in 7.x) or `<rocm>/lib/llvm` (7.x), for the ROCm of
+/// `ROCM_PATH`, `HIP_PATH`, the one the hipcc found sits in (`<rocm>/bin/hipcc`), or
+/// /opt/rocm. None for Debian's packaging, whose clang is `/usr/lib/llvm-<N>`.
+pub fn rocm_llvm_dir(
+    hipcc: Option<&Path>,
+    getenv: &dyn Fn(&str) -> Option<OsString>,
+) -> Option<PathBuf> {
+    let mut roots: Vec<PathBuf> = ["ROCM_PATH", "HIP_PATH"]
+        .iter()
+        .filter_map(|v| getenv(v).filter(|v| !v.is_empty()).map(PathBuf::from))
+        .collect();
+    if let Some(root) = hipcc.map(canon).and_then(|h| {
+        h.parent()
+            .filter(|d| d.ends_with("bin"))
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+    }) {
+        roots.push(root);
+    }
+    roots.push(PathBuf::from(DEFAULT_ROCM));
+    roots.iter().find_map(|root| {
+        ["llvm", "lib/llvm"]
+            .iter()
+            .map(|sub| root.join(sub))
+            .find(|d| is_executable(&d.join("bin/clang")))
     })
 }
 
@@ -84,10 +120,65 @@ fn search_path(
         .find(|p| is_executable(p) && accept(p))
 }
 
-/// The plugin: `SQTT_PLUGIN`, next to this executable, or `../lib/sqtt-hipcc/` from it.
-pub fn find_plugin(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf, Fail> {
+/// The cargo feature that builds the plugin for an LLVM major (plugin/build.rs holds the list):
+/// `llvm<N>-0` through `llvm-plugin` up to 18, `llvm<N>-1` with the plugin's own registration
+/// from 19.
+pub fn plugin_feature(major: u32) -> String {
+    format!("llvm{major}-{}", u32::from(major >= 19))
+}
+
+/// The one command that builds and installs the plugin for an LLVM major (README, docs).
+pub fn plugin_build_command(major: u32) -> String {
+    format!("./install.sh --llvm {major}")
+}
+
+/// Where a plugin for `major` may be, best first, relative to this executable's directory:
+/// installed side by side (`<prefix>/lib/sqtt-hipcc/llvm-<N>/`), the same beside the executable
+/// (`target/release/` after install.sh), and cargo's per-major target directory of a source
+/// tree (`target/llvm<N>/release/` next to `target/release/`). Then the unversioned places
+/// (the default build), whose major the LLVM check then reads.
+fn plugin_candidates(exe_dir: &Path, major: Option<u32>) -> Vec<PathBuf> {
+    let mut c = Vec::new();
+    if let Some(n) = major {
+        let sub = format!("llvm-{n}");
+        c.push(
+            exe_dir
+                .join("../lib/sqtt-hipcc")
+                .join(&sub)
+                .join(PLUGIN_FILE),
+        );
+        c.push(exe_dir.join("lib/sqtt-hipcc").join(&sub).join(PLUGIN_FILE));
+        if let Some(profile) = exe_dir.file_name() {
+            c.push(
+                exe_dir
+                    .join("..")
+                    .join(format!("llvm{n}"))
+                    .join(profile)
+                    .join(PLUGIN_FILE),
+            );
+        }
+    }
+    c.push(exe_dir.join(PLUGIN_FILE));
+    c.push(exe_dir.join("../lib/sqtt-hipcc").join(PLUGIN_FILE));
+    c
+}
+
+/// The plugin: `SQTT_PLUGIN`, else the first candidate of [`plugin_candidates`] that exists and
+/// was built for `major` (the LLVM major of hipcc's clang), else the first one that exists (the
+/// LLVM check then explains the mismatch).
+pub fn find_plugin(
+    getenv: &dyn Fn(&str) -> Option<OsString>,
+    major: Option<u32>,
+) -> Result<PathBuf, Fail> {
     if let Some(p) = getenv(sqtt_config::var::PLUGIN).filter(|v| !v.is_empty()) {
         let p = PathBuf::from(p);
+        if p.is_dir() {
+            return Err(Fail::usage(format!(
+                "SQTT_PLUGIN is {}, which is a directory; set it to the plugin file \
+                 ({PLUGIN_FILE})",
+                p.display()
+            )));
+        }
         if p.is_file() {
             return Ok(p);
         }
@@ -96,25 +187,45 @@ pub fn find_plugin(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf,
             p.display()
         )));
     }
-    let mut tried = Vec::new();
-    if let Ok(exe) = std::env::current_exe() {
-        let exe = canon(&exe);
-        if let Some(dir) = exe.parent() {
-            for cand in [
-                dir.join(PLUGIN_FILE),
-                dir.join("../lib/sqtt-hipcc").join(PLUGIN_FILE),
-            ] {
-                if cand.is_file() {
-                    return Ok(canon(&cand));
-                }
-                tried.push(cand.display().to_string());
-            }
-        }
+    let exe_dir = std::env::current_exe()
+        .ok()
+        .map(|e| canon(&e))
+        .and_then(|e| e.parent().map(Path::to_path_buf));
+    let cands = exe_dir
+        .as_deref()
+        .map(|d| plugin_candidates(d, major))
+        .unwrap_or_default();
+    let existing: Vec<&PathBuf> = cands.iter().filter(|p| p.is_file()).collect();
+    let matching = existing.iter().find(|p| {
+        major.is_none()
+            || plugin_info(p)
+                .ok()
+                .and_then(|i| i.llvm_major)
+                .is_some_and(|m| Some(m) == major)
+    });
+    if let Some(p) = matching.or(existing.first()) {
+        return Ok(canon(p));
     }
+    let tried: Vec<String> = cands
+        .iter()
+        .map(|p| canon(p).display().to_string())
+        .collect();
+    let build = match major {
+        Some(n) => format!(
+            "build it for LLVM {n} with `{}` (or `cargo build --release -p sqtt-plugin \
+             --no-default-features --features {} --target-dir target/llvm{n}`)",
+            plugin_build_command(n),
+            plugin_feature(n)
+        ),
+        None => "build it with `cargo build -p sqtt-plugin`".to_string(),
+    };
+    let what = match major {
+        Some(n) => format!("for LLVM {n} (hipcc's clang is {n})"),
+        None => String::new(),
+    };
     Err(Fail::usage(format!(
-        "cannot find the pass plugin {PLUGIN_FILE} (looked at: {}); build it with `cargo build \
-         -p sqtt-plugin` or set SQTT_PLUGIN=/path/to/{PLUGIN_FILE}; or turn instrumentation off \
-         with SQTT_ENABLED=0",
+        "cannot find the pass plugin {PLUGIN_FILE} {what} (looked at: {}); {build}, or set \
+         SQTT_PLUGIN=/path/to/{PLUGIN_FILE}; or turn instrumentation off with SQTT_ENABLED=0",
         tried.join(", ")
     )))
 }
@@ -342,6 +453,80 @@ pub fn parse_clang_major(text: &str) -> Option<u32> {
 mod tests {
     use super::*;
 
+    fn executable(path: &Path) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn rocm_layouts() {
+        let tmp = tempfile::tempdir().unwrap();
+        // ROCm 7 layout: <rocm>/lib/llvm/bin/clang, hipcc in <rocm>/bin.
+        let r7 = tmp.path().join("rocm-7.1.0");
+        executable(&r7.join("bin/hipcc"));
+        executable(&r7.join("lib/llvm/bin/clang"));
+        // ROCm 6 layout: <rocm>/llvm/bin/clang.
+        let r6 = tmp.path().join("rocm-6.4.0");
+        executable(&r6.join("bin/hipcc"));
+        executable(&r6.join("llvm/bin/clang"));
+        let none = |_: &str| None;
+        assert_eq!(
+            rocm_llvm_dir(Some(&r7.join("bin/hipcc")), &none),
+            Some(canon(&r7).join("lib/llvm"))
+        );
+        assert_eq!(
+            rocm_llvm_dir(Some(&r6.join("bin/hipcc")), &none),
+            Some(canon(&r6).join("llvm"))
+        );
+        // ROCM_PATH wins over the hipcc's own tree.
+        let r6s = r6.clone();
+        let env = move |v: &str| (v == "ROCM_PATH").then(|| r6s.clone().into_os_string());
+        assert_eq!(
+            rocm_llvm_dir(Some(&r7.join("bin/hipcc")), &env),
+            Some(r6.join("llvm"))
+        );
+        // Debian: hipcc in /usr/bin, no llvm below /usr (and, on this machine, no /opt/rocm).
+        let deb = tmp.path().join("usr");
+        executable(&deb.join("bin/hipcc"));
+        if !Path::new(DEFAULT_ROCM).exists() {
+            assert_eq!(rocm_llvm_dir(Some(&deb.join("bin/hipcc")), &none), None);
+        }
+    }
+
+    #[test]
+    fn hipcc_from_rocm_variables() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = tmp.path().join("rocm");
+        executable(&r.join("bin/hipcc"));
+        let rs = r.clone();
+        let env = move |v: &str| match v {
+            "ROCM_PATH" => Some(rs.clone().into_os_string()),
+            "PATH" => Some("/nonexistent".into()),
+            _ => None,
+        };
+        assert_eq!(find_hipcc(None, &env).unwrap(), r.join("bin/hipcc"));
+    }
+
+    #[test]
+    fn plugin_candidates_per_major() {
+        let exe = Path::new("/p/target/release");
+        let c = plugin_candidates(exe, Some(22));
+        assert_eq!(
+            c[..3],
+            [
+                PathBuf::from("/p/target/release/../lib/sqtt-hipcc/llvm-22/libsqtt_plugin.so"),
+                PathBuf::from("/p/target/release/lib/sqtt-hipcc/llvm-22/libsqtt_plugin.so"),
+                PathBuf::from("/p/target/release/../llvm22/release/libsqtt_plugin.so"),
+            ]
+        );
+        assert_eq!(c.last(), plugin_candidates(exe, None).last());
+        assert_eq!(plugin_feature(15), "llvm15-0");
+        assert_eq!(plugin_feature(18), "llvm18-0");
+        assert_eq!(plugin_feature(21), "llvm21-1");
+    }
+
     #[test]
     fn clang_major() {
         assert_eq!(
@@ -349,6 +534,10 @@ mod tests {
             Some(15)
         );
         assert_eq!(parse_clang_major("clang version 16.0.6 (x)"), Some(16));
+        assert_eq!(
+            parse_clang_major("AMD clang version 20.0.0git (https://github.com/RadeonOpenCompute/llvm-project roc-7.0.0 25314 f4087f6b428f0e6f575ebac8a8a724dab123d06e)"),
+            Some(20)
+        );
         assert_eq!(parse_clang_major("gcc 12"), None);
     }
 }

@@ -21,6 +21,9 @@ pub struct OwnOptions {
     pub help: bool,
     /// `--sqtt-include-dir`: print the directory of markers.hpp (for `-E` by hand, IDEs).
     pub include_dir: bool,
+    /// `--sqtt-toolchain`: print the hipcc, its clang major, the LLVM directory and the plugin
+    /// the wrapper would use (what install.sh builds for).
+    pub toolchain: bool,
 }
 
 pub const OWN_OPTIONS_HELP: &str = "\
@@ -34,6 +37,8 @@ Own options (never passed to hipcc):
                        working directory upward)
   --sqtt-verbose       print what the wrapper does on stderr (also SQTT_VERBOSE=1)
   --sqtt-include-dir   print the directory of markers.hpp and exit
+  --sqtt-toolchain     print the hipcc found, its clang's LLVM major, that LLVM's directory and
+                       the plugin chosen for it (key=value lines), and exit
   --sqtt-help          this text
 
 Settings: sqtt.toml, then SQTT_* variables over it (see docs/driver.md).
@@ -76,11 +81,12 @@ pub fn split_own(argv: &[String]) -> Result<(OwnOptions, Vec<String>), Fail> {
             "verbose" if value.is_none() => own.verbose = true,
             "help" if value.is_none() => own.help = true,
             "include-dir" if value.is_none() => own.include_dir = true,
+            "toolchain" if value.is_none() => own.toolchain = true,
             _ => {
                 return Err(Fail::usage(format!(
                     "unknown option {a}; sqtt-hipcc's own options are --sqtt-config=PATH, \
-                     --sqtt-verbose, --sqtt-include-dir and --sqtt-help (every other option goes \
-                     to hipcc)"
+                     --sqtt-verbose, --sqtt-include-dir, --sqtt-toolchain and --sqtt-help (every \
+                     other option goes to hipcc)"
                 )))
             }
         }
@@ -123,6 +129,9 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
         println!("{}", locate::markers_include_dir(&getenv)?.display());
         return Ok(0);
     }
+    if own.toolchain {
+        return print_toolchain(&own);
+    }
     if getenv(DEPTH_VAR).is_some_and(|v| !v.is_empty()) {
         return Err(Fail::usage(
             "sqtt-hipcc is calling itself (the hipcc it found runs sqtt-hipcc again); set \
@@ -161,7 +170,7 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
             if cls.version {
                 let status = run(&mut cmd, &hipcc)?;
                 if status.success() {
-                    print_plugin_identity();
+                    print_plugin_identity(&hipcc);
                 }
                 return Ok(exit_code(status));
             }
@@ -177,7 +186,15 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
             let rdc_link = settings.enabled && cls.rdc && cls.links();
             let mut extra: Vec<String> = Vec::new();
             if instrument || rdc_link {
-                let plugin = locate::find_plugin(&getenv)?;
+                // An explicit SQTT_PLUGIN is checked before hipcc runs at all; otherwise the
+                // plugin is chosen by hipcc's clang major (cached).
+                let explicit = getenv(sqtt_config::var::PLUGIN).is_some_and(|v| !v.is_empty());
+                let major = if explicit {
+                    None
+                } else {
+                    Some(locate::hipcc_clang_major(&hipcc, &getenv)?)
+                };
+                let plugin = locate::find_plugin(&getenv, major)?;
                 check_llvm_major(&plugin, &hipcc)?;
                 if instrument {
                     extra.push("-Xarch_device".into());
@@ -263,18 +280,45 @@ fn check_llvm_major(plugin: &Path, hipcc: &Path) -> Result<(), Fail> {
             .unwrap_or_default();
         return Err(Fail::usage(format!(
             "the plugin {} was built for LLVM {plugin_major}, but {}{via} uses clang {clang_major}: \
-             clang would crash loading it. Build the plugin for LLVM {clang_major} (`cargo build \
-             -p sqtt-plugin --no-default-features --features llvm{clang_major}-0`) and point \
-             SQTT_PLUGIN at it, or use a hipcc on clang {plugin_major} (HIP_CLANG_PATH)",
+             clang would crash loading it. Build the plugin for LLVM {clang_major} (`{}`) and \
+             unset SQTT_PLUGIN or point it at that build, or use a hipcc on clang {plugin_major} \
+             (HIP_CLANG_PATH)",
             plugin.display(),
-            hipcc.display()
+            hipcc.display(),
+            locate::plugin_build_command(clang_major)
         )));
     }
     Ok(())
 }
 
-fn print_plugin_identity() {
-    let line = match locate::find_plugin(&getenv) {
+/// `--sqtt-toolchain`: what the wrapper finds, as `key=value` lines on stdout.
+fn print_toolchain(own: &OwnOptions) -> Result<i32, Fail> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Fail::usage(format!("cannot read the working directory: {e}")))?;
+    let settings = load_settings(own, &cwd)?;
+    let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;
+    let major = locate::hipcc_clang_major(&hipcc, &getenv)?;
+    let llvm_dir = locate::rocm_llvm_dir(Some(&hipcc), &getenv)
+        .or_else(|| Some(PathBuf::from(format!("/usr/lib/llvm-{major}"))).filter(|d| d.is_dir()));
+    let plugin = locate::find_plugin(&getenv, Some(major)).ok().filter(|p| {
+        locate::plugin_info(p)
+            .ok()
+            .and_then(|i| i.llvm_major)
+            .is_some_and(|m| m == major)
+    });
+    let mut out = std::io::stdout().lock();
+    let show_path = |p: Option<&Path>| p.map_or(String::new(), |p| p.display().to_string());
+    let _ = writeln!(out, "hipcc={}", hipcc.display());
+    let _ = writeln!(out, "llvm_major={major}");
+    let _ = writeln!(out, "llvm_dir={}", show_path(llvm_dir.as_deref()));
+    let _ = writeln!(out, "plugin_feature={}", locate::plugin_feature(major));
+    let _ = writeln!(out, "plugin={}", show_path(plugin.as_deref()));
+    Ok(0)
+}
+
+fn print_plugin_identity(hipcc: &Path) {
+    let major = locate::hipcc_clang_major(hipcc, &getenv).ok();
+    let line = match locate::find_plugin(&getenv, major) {
         Ok(p) => match locate::content_hash(&p) {
             Ok(h) => format!(
                 "sqtt-hipcc {}: plugin {} sha256:{h}",

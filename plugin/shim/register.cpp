@@ -35,6 +35,11 @@ struct SqttModulePass : PassInfoMixin<SqttModulePass> {
   }
   // Never skipped (optnone at -O0, opt-bisect): markers are part of the program's meaning.
   static bool isRequired() { return true; }
+  // -print-pipeline-passes shows the name that parses back to the same phase (phase 0 is the
+  // early one, see own.rs).
+  void printPipeline(raw_ostream &OS, function_ref<StringRef(StringRef)>) {
+    OS << (Phase == 0 ? "sqtt-early" : "sqtt");
+  }
 };
 
 void addAt(unsigned Point, ModulePassManager &MPM, OptimizationLevel Level) {

@@ -41,7 +41,14 @@ fn profile_dir() -> PathBuf {
         .unwrap_or_else(|| target_dir().join("debug"))
 }
 
+/// The newest modification time of a file, or of the files below a directory.
 fn newest_mtime(dir: &Path) -> SystemTime {
+    if dir.is_file() {
+        return dir
+            .metadata()
+            .and_then(|m| m.modified())
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+    }
     let mut newest = SystemTime::UNIX_EPOCH;
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
@@ -76,12 +83,26 @@ pub fn plugin_path() -> PathBuf {
                 so.display()
             )
         });
-    let root = repo_root();
-    for src in ["plugin/src", "plugin/shim", "markers/src", "config/src"] {
+    // The sources of this build, from cargo's dep-info (a file compiled only for another LLVM,
+    // such as registration/own.rs, does not make it stale); the source trees without one.
+    let sources: Vec<PathBuf> = match std::fs::read_to_string(so.with_extension("d")) {
+        Ok(d) => d
+            .lines()
+            .next()
+            .and_then(|l| l.split_once(": "))
+            .map(|(_, deps)| deps.split_whitespace().map(PathBuf::from).collect())
+            .unwrap_or_default(),
+        Err(_) => ["plugin/src", "plugin/shim", "markers/src", "config/src"]
+            .iter()
+            .map(|s| repo_root().join(s))
+            .collect(),
+    };
+    for src in &sources {
         assert!(
-            newest_mtime(&root.join(src)) <= built,
-            "{} is older than {src}: run `cargo build -p sqtt-plugin` first (ci/test.sh does)",
-            so.display()
+            newest_mtime(src) <= built,
+            "{} is older than {}: run `cargo build -p sqtt-plugin` first (ci/test.sh does)",
+            so.display(),
+            src.display()
         );
     }
     so

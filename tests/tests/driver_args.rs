@@ -323,7 +323,10 @@ fn plugin_lookup_and_llvm_major_check() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(e.contains("LLVM 16") && e.contains("clang 15"), "{e}");
-    assert!(e.contains("llvm15-0") && e.contains("SQTT_PLUGIN"), "{e}");
+    assert!(
+        e.contains("./install.sh --llvm 15") && e.contains("SQTT_PLUGIN"),
+        "{e}"
+    );
     // Only the identity query ran, never the compile.
     assert_eq!(recorded_argv(fx.path()), Some(s(&["--version"])));
     let _ = std::fs::remove_file(fx.path().join("argv.log"));
@@ -380,6 +383,62 @@ fn plugin_lookup_and_llvm_major_check() {
         "{}",
         stderr(&o)
     );
+}
+
+/// An installed tree (`bin/sqtt-hipcc`, `lib/sqtt-hipcc/llvm-<N>/`): the wrapper takes the plugin
+/// built for its hipcc's clang, and names the major and the build command when there is none.
+#[test]
+fn side_by_side_plugins_follow_the_clang_major() {
+    let fx = Fx::new();
+    let prefix = fx.path().join("prefix");
+    std::fs::create_dir_all(prefix.join("bin")).unwrap();
+    let exe = prefix.join("bin/sqtt-hipcc");
+    std::fs::copy(sqtt_e2e::driver::sqtt_hipcc(), &exe).unwrap();
+    let mut plugins = Vec::new();
+    for n in [15, 22] {
+        let dir = prefix.join(format!("lib/sqtt-hipcc/llvm-{n}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let made = fake_plugin(
+            fx.path(),
+            &format!("sqtt-plugin;version=0.1.0;llvm_major={n}"),
+        );
+        std::fs::rename(&made, dir.join("libsqtt_plugin.so")).unwrap();
+        plugins.push(dir.join("libsqtt_plugin.so"));
+    }
+    let run = |clang: &str, clang_path: &str| {
+        let _ = std::fs::remove_file(fx.path().join("argv.log"));
+        // The installed copy (its plugins are found from its own location), in the clean
+        // environment `driver` gives, with no SQTT_PLUGIN.
+        let template = fx.cmd();
+        let mut c = Command::new(&exe);
+        for (k, v) in template.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        c.env_remove("SQTT_PLUGIN")
+            .env("FAKE_CLANG", clang)
+            .env("HIP_CLANG_PATH", clang_path)
+            .current_dir(fx.path())
+            .args(["-c", "k.hip"]);
+        c.output().unwrap()
+    };
+    for (clang, plugin) in [("15", &plugins[0]), ("22", &plugins[1])] {
+        let o = run(clang, &format!("/clang{clang}"));
+        assert!(o.status.success(), "clang {clang}: {}", stderr(&o));
+        let want = format!("-fpass-plugin={}", plugin.canonicalize().unwrap().display());
+        assert!(fx.argv().contains(&want), "clang {clang}: {:?}", fx.argv());
+    }
+    // clang 21 has no build: exit 2, the major and the one command named, hipcc never compiles.
+    let o = run("21", "/clang21");
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("LLVM 21") && e.contains("./install.sh --llvm 21"),
+        "{e}"
+    );
+    assert_eq!(recorded_argv(fx.path()), Some(s(&["--version"])));
 }
 
 #[test]

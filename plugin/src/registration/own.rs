@@ -82,5 +82,5 @@ unsafe extern "C" fn sqtt_plugin_run_phase(module: LLVMModuleRef, phase: c_uint)
         .into_iter()
         .find(|p| *p as c_uint == phase);
     std::panic::catch_unwind(|| phase.is_some_and(|p| run_phase(module, p)))
-    .unwrap_or_else(|_| std::process::abort())
+        .unwrap_or_else(|_| std::process::abort())
 }

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Builds sqtt-hipcc, sqtt and the pass plugin for the LLVM of the hipcc it finds (ROCm's when
+# ROCM_PATH, HIP_PATH or /opt/rocm has one, Debian's otherwise), or for the majors given.
+#
+#   ./install.sh                      plugin for the hipcc found; all under target/release/
+#   ./install.sh --llvm 15,22         plugins for LLVM 15 and 22 side by side
+#   ./install.sh --prefix ~/.local    also install: PREFIX/bin/{sqtt-hipcc,sqtt},
+#                                     PREFIX/lib/sqtt-hipcc/llvm-<N>/libsqtt_plugin.so
+#
+# Plugins go to target/release/lib/sqtt-hipcc/llvm-<N>/ (where target/release/sqtt-hipcc looks)
+# and, with --prefix, to PREFIX/lib/sqtt-hipcc/llvm-<N>/. sqtt-hipcc picks the one matching its
+# hipcc's clang. Each build needs that LLVM's headers and llvm-config: ROCm's llvm directory, or
+# Debian's llvm-<N>-dev. Exit status 2 on bad arguments, nothing built.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+
+usage() {
+  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+prefix="" majors=""
+while [ $# -gt 0 ]; do
+  case $1 in
+  --prefix) [ $# -ge 2 ] || usage; prefix=$2; shift 2 ;;
+  --prefix=*) prefix=${1#--prefix=}; shift ;;
+  --llvm) [ $# -ge 2 ] || usage; majors=$2; shift 2 ;;
+  --llvm=*) majors=${1#--llvm=}; shift ;;
+  -h | --help) usage ;;
+  *) echo "install.sh: unknown argument '$1' (accepted: --prefix DIR, --llvm N[,N...])" >&2; exit 2 ;;
+  esac
+done
+for n in ${majors//,/ }; do
+  case $n in
+  1[5-9] | 2[0-3]) ;;
+  *) echo "install.sh: --llvm '$n' is not a supported LLVM major (15 to 23)" >&2; exit 2 ;;
+  esac
+done
+
+cargo build --release --locked -p sqtt-hipcc -p sqtt-tools
+out=target/release
+
+# What the wrapper finds: hipcc, its clang's major, that LLVM's directory (one home for the
+# discovery rules: driver/src/locate.rs).
+toolchain=""
+if toolchain=$("$out/sqtt-hipcc" --sqtt-toolchain 2>/dev/null); then :; else toolchain=""; fi
+found_major=$(sed -n 's/^llvm_major=//p' <<<"$toolchain")
+found_dir=$(sed -n 's/^llvm_dir=//p' <<<"$toolchain")
+if [ -z "$majors" ]; then
+  [ -n "$found_major" ] || {
+    echo "install.sh: no hipcc found (ROCM_PATH, HIP_PATH, PATH, /opt/rocm): give --llvm N" >&2
+    exit 2
+  }
+  majors=$found_major
+  echo "install.sh: $(sed -n 's/^hipcc=//p' <<<"$toolchain") uses clang $found_major" >&2
+fi
+
+llvm_config_for() { # major -> path of llvm-config, or nothing
+  local n=$1 c
+  for c in ${found_dir:+"$found_dir/bin/llvm-config"} "llvm-config-$n" "/usr/lib/llvm-$n/bin/llvm-config" llvm-config; do
+    if command -v "$c" >/dev/null 2>&1 && [ "$("$c" --version 2>/dev/null | cut -d. -f1)" = "$n" ]; then
+      command -v "$c"
+      return
+    fi
+  done
+}
+
+for n in ${majors//,/ }; do
+  config=$(llvm_config_for "$n")
+  [ -n "$config" ] || {
+    echo "install.sh: no llvm-config for LLVM $n: install llvm-$n-dev (Debian) or point ROCM_PATH at a ROCm with LLVM $n" >&2
+    exit 1
+  }
+  minor=0
+  [ "$n" -ge 19 ] && minor=1
+  feature="llvm$n-$minor"
+  echo "install.sh: building the plugin for LLVM $n ($feature, $config)" >&2
+  env "LLVM_SYS_${n}${minor}_PREFIX=$("$config" --prefix)" \
+    cargo build --release --locked -p sqtt-plugin --no-default-features --features "$feature" \
+    --target-dir "target/llvm$n"
+  mkdir -p "$out/lib/sqtt-hipcc/llvm-$n"
+  cp "target/llvm$n/release/libsqtt_plugin.so" "$out/lib/sqtt-hipcc/llvm-$n/"
+  if [ -n "$prefix" ]; then
+    mkdir -p "$prefix/lib/sqtt-hipcc/llvm-$n"
+    cp "target/llvm$n/release/libsqtt_plugin.so" "$prefix/lib/sqtt-hipcc/llvm-$n/"
+  fi
+done
+if [ -n "$prefix" ]; then
+  mkdir -p "$prefix/bin"
+  cp "$out/sqtt-hipcc" "$out/sqtt" "$prefix/bin/"
+  echo "install.sh: installed into $prefix (bin/, lib/sqtt-hipcc/)" >&2
+fi
+"$out/sqtt-hipcc" --sqtt-toolchain 2>/dev/null | sed 's/^/install.sh: /' >&2 || true
