@@ -27,6 +27,8 @@
 #   SQTT_DEBIAN_MIRROR  Debian mirror (default http://deb.debian.org/debian)
 #   SQTT_NET_TIMEOUT    seconds allowed for each network step (default 900)
 #   SQTT_LOCK_TIMEOUT   seconds to wait for another run holding ROOT's lock (default 1800)
+#   CHROOT_SEED         a ready chroot of SUITE's base (sid for experimental) to copy instead of
+#                       running debootstrap, when ROOT does not exist yet (set by the lanes)
 
 CHROOT_MIRROR=${SQTT_DEBIAN_MIRROR:-${SQTT_TRIXIE_MIRROR:-http://deb.debian.org/debian}}
 CHROOT_NET_TIMEOUT=${SQTT_NET_TIMEOUT:-900}
@@ -150,12 +152,24 @@ chroot_ensure() {
   fi
   chroot_host_tools
   if [ ! -x "$root/usr/bin/apt-get" ] || [ ! -f "$root/.sqtt-debootstrap-done" ]; then
-    local tmp="$root.partial"
+    local tmp="$root.partial" seed=${CHROOT_SEED:-}
     rm -rf "$tmp"
-    chroot_log "debootstrap $base into $root (minbase; ${CHROOT_NET_TIMEOUT}s limit)"
-    chroot_net "debootstrap $base from $CHROOT_MIRROR" "$root.debootstrap.log" \
-      debootstrap --variant=minbase --keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
-      "$base" "$tmp" "$CHROOT_MIRROR"
+    if [ -n "$seed" ] && [ "$seed" != "$root" ] && grep -qx "suite=$base" "$seed/.sqtt-chroot-ready" 2>/dev/null; then
+      # A ready chroot of the base suite (experimental's sid): a local copy is quicker than
+      # debootstrap, and its packages (compilers, cmake, the crates in /root/.cargo) are not
+      # downloaded again. Under the seed's lock, so that no apt run changes it meanwhile.
+      chroot_log "copying $seed into $root (instead of debootstrap $base)"
+      local t1=$SECONDS
+      flock -w "$CHROOT_LOCK_TIMEOUT" "$seed.lock" cp -a --reflink=auto "$seed" "$tmp" ||
+        chroot_die "copying the $base chroot $seed to $tmp failed"
+      rm -f "$tmp/.sqtt-chroot-ready"
+      chroot_log "copy of $seed: $((SECONDS - t1))s"
+    else
+      chroot_log "debootstrap $base into $root (minbase; ${CHROOT_NET_TIMEOUT}s limit)"
+      chroot_net "debootstrap $base from $CHROOT_MIRROR" "$root.debootstrap.log" \
+        debootstrap --variant=minbase --keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
+        "$base" "$tmp" "$CHROOT_MIRROR"
+    fi
     rm -rf "$root"
     mv "$tmp" "$root"
     rm -f "$root.debootstrap.log"
