@@ -273,6 +273,32 @@ lane_feature_cases feature_compile "$LLVM_BIN/llvm-objcopy" "${ARCHES[@]}"
 # --- 3. the wrapper: sqtt-hipcc builds a whole program for several arches ----------------------
 PROG_FUNCMAP='K:_Z19lane_program_kernelPfi
 U:1:compute'
+
+# The plugin's work is IR (markers as inline asm, the funcmap a global), so it survives the other
+# ways hipcc can generate code: the new offload driver (device cc1 emits bitcode,
+# clang-linker-wrapper generates the code without the plugin) and -fgpu-rdc (lld's LTO).
+for mode in --offload-new-driver -fgpu-rdc; do
+  a=${ARCHES[0]}
+  n="hipcc $hip $mode $a program"
+  prog=$WORK/program$mode
+  if SQTT_SCOPE_CU=-1 hipcc "$mode" --offload-arch="$a" -fpass-plugin="$PLUGIN" -DSQTT_ENABLED=1 \
+    -I "$REPO/markers/include" "$PROGRAM" -o "$prog" >"$prog.log" 2>&1; then
+    # The new driver's bundle names the target hip-amdgcn-... (llvm-objdump --offloading
+    # extracts either kind).
+    rm -f "$prog".*amdgcn*
+    (cd "$WORK" && "$LLVM_BIN/llvm-objdump" --offloading "$prog" >/dev/null 2>>"$prog.log") || true
+    co=$(find "$WORK" -maxdepth 1 -name "$(basename "$prog").*amdgcn-amd-amdhsa--$a" | head -1)
+    if [ -n "$co" ]; then
+      lane_check_funcmap "$n" "$LLVM_BIN/llvm-objcopy" "$co" "$PROG_FUNCMAP"
+      "$LLVM_BIN/llvm-objdump" -d --mcpu="$a" "$co" >"$co.dis" 2>&1 || true
+      lane_check_grep "$n: markers in the code object" "$co.dis" '^[[:space:]]+s_ttracedata' 2
+    else
+      lane_fail "$n: extract the $a code object" "$(tail -3 "$prog.log")"
+    fi
+  else
+    lane_fail "$n: hipcc" "$(tail -5 "$prog.log")"
+  fi
+done
 n="sqtt-hipcc $(IFS=+; echo "${FAT[*]}") program"
 prog=$WORK/wrapped-program
 archs=()
