@@ -178,8 +178,9 @@ R:5:extra_payload_count=$gpay"
   fi
 
   # 6. gfx12 shader-clock packing (SQTT_SHADER_CLOCK_BITS=8, shift 4): every header reads
-  #    hwreg(HW_REG_SHADER_CYCLES_LO, 4, 8) and the funcmap starts with the M: row; elsewhere
-  #    packing is off (no clock read, no M: row).
+  #    hwreg(HW_REG_SHADER_CYCLES_LO, 4, 8) (gfx1250: s_get_shader_cycles_u64, the whole
+  #    counter) and the funcmap starts with the M: row; elsewhere packing is off (no clock read,
+  #    no M: row).
   n="ir $cpu clock packing"
   if ir_case "$cpu-clock" "$FIXTURES/barrier_sync.ll" "$cpu" SQTT_SCOPE_CU=-1 \
     SQTT_SHADER_CLOCK_BITS=8; then
@@ -199,7 +200,7 @@ $BARRIER_FUNCMAP"
 $BARRIER_FUNCMAP"
       ;;
     *)
-      lane_check_grep "$n: off on $cpu" "$s" 'SHADER_CYCLES' 0
+      lane_check_grep "$n: off on $cpu" "$s" 'SHADER_CYCLES|shader_cycles' 0
       lane_check_funcmap "$n" "$IR_OBJCOPY" "$WORK/$cpu-clock.o" "$BARRIER_FUNCMAP"
       ;;
     esac

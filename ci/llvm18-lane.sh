@@ -10,7 +10,7 @@
 #                                     SQTT_LLVM_BIN set (e.g. `-- cargo test -p sqtt-e2e`)
 #
 # Settings: SQTT_LANE18_HIPCC=0 skips the hipcc 5.7.1 cases (and their download),
-# SQTT_TRIXIE_ROOT (chroot, default /var/cache/sqtt-trixie), SQTT_TRIXIE_MIRROR,
+# SQTT_TRIXIE_ROOT (chroot, default /var/cache/sqtt-trixie), SQTT_DEBIAN_MIRROR,
 # SQTT_NET_TIMEOUT (seconds per network step, default 900), SQTT_BUILD_TIMEOUT (default 1500),
 # CARGO_BUILD_JOBS (default 2). Needs root (debootstrap, chroot, mount namespaces).
 set -euo pipefail
@@ -19,12 +19,15 @@ LANE_NAME=llvm18-lane
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=ci/lane-lib.sh
 source "$REPO/ci/lane-lib.sh"
-# hipcc 5.7.1 (trixie) driving clang-18, unless SQTT_LANE18_HIPCC=0: ~110 MB more to download
-# (it pulls clang-17 and the ROCm 6.0 device libs; libclang-rt-18-dev lets hipcc link programs).
+# What the lane needs in the chroot; hipcc 5.7.1 (trixie) driving clang-18 unless
+# SQTT_LANE18_HIPCC=0: ~110 MB more to download (it pulls clang-17 and the ROCm 6.0 device libs;
+# libclang-rt-18-dev lets hipcc link programs).
 HIPCC_CASES=${SQTT_LANE18_HIPCC:-1}
-[ "$HIPCC_CASES" = 0 ] || TRIXIE_EXTRA_PACKAGES="hipcc clang-tools-18 libclang-rt-18-dev"
-# shellcheck source=ci/trixie-chroot.sh
-source "$REPO/ci/trixie-chroot.sh"
+PACKAGES=(clang-18 llvm-18 llvm-18-dev lld-18 g++ libc6-dev ca-certificates)
+[ "$HIPCC_CASES" = 0 ] || PACKAGES+=(hipcc clang-tools-18 libclang-rt-18-dev)
+TRIXIE_ROOT=${SQTT_TRIXIE_ROOT:-/var/cache/sqtt-trixie}
+# shellcheck source=ci/chroot.sh
+source "$REPO/ci/chroot.sh"
 
 INNER_ARGS=()
 case "${1:-}" in
@@ -37,17 +40,14 @@ esac
 command -v rustc >/dev/null || lane_die "no rustc on PATH: the chroot uses the host's Rust toolchain"
 
 START=$(date +%s)
-mkdir -p "$(dirname "$TRIXIE_ROOT")"
-# One lane at a time per chroot (a second run waits instead of racing debootstrap or apt).
-exec 9>"$TRIXIE_ROOT.lock"
-flock -w 1800 9 || lane_die "timed out waiting for $TRIXIE_ROOT.lock"
-
-trixie_ensure "$REPO"
+# Also takes the chroot's lock for the whole run (a second run waits instead of racing
+# debootstrap, apt or the build).
+chroot_ensure trixie "$TRIXIE_ROOT" "${PACKAGES[@]}"
 T_CHROOT=$(($(date +%s) - START))
 lane_log "chroot ready in ${T_CHROOT}s ($TRIXIE_ROOT)"
 
 STATUS=0
-trixie_run "$REPO" "SQTT_LANE18_HIPCC=$HIPCC_CASES CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2} \
+chroot_run "$TRIXIE_ROOT" "SQTT_LANE18_HIPCC=$HIPCC_CASES CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2} \
   SQTT_BUILD_TIMEOUT=${SQTT_BUILD_TIMEOUT:-1500} \
   bash /src/ci/llvm18-lane-inner.sh $(printf '%q ' "${INNER_ARGS[@]}")" || STATUS=$?
 T_ALL=$(($(date +%s) - START))

@@ -127,11 +127,22 @@ pub fn llvm_tool(name: &str) -> String {
     format!("{name}{suffix}")
 }
 
-/// A device library directory that also has `oclc_isa_version_1100.bc` (Debian's lacks it), made
-/// once under the target directory and reused by every later test run.
+/// A device library directory that has `oclc_isa_version_1100.bc`: `SQTT_DEVICE_LIB_PATH` when a
+/// lane sets it (ci/llvm16-lane.sh's generated one, or the real rocm-device-libs of hipcc 7.x in
+/// the sid chroot, which live in clang's resource directory), else a copy of Debian bookworm's
+/// (hipcc 5.2.3's, which lack gfx11) with the gfx11 files generated, made once under the target
+/// directory and reused by every later test run.
 pub fn device_lib_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
+        if let Some(d) = std::env::var_os("SQTT_DEVICE_LIB_PATH").map(PathBuf::from) {
+            assert!(
+                d.join("oclc_isa_version_1100.bc").exists(),
+                "SQTT_DEVICE_LIB_PATH={} has no oclc_isa_version_1100.bc",
+                d.display()
+            );
+            return d;
+        }
         let dir = target_dir().join(format!("e2e-devlibs{}", llvm_tool("")));
         if dir.join("oclc_isa_version_1102.bc").exists() {
             return dir;
@@ -171,8 +182,34 @@ pub fn device_lib_dir() -> &'static Path {
     })
 }
 
+/// The LLVM major the tests run against: `SQTT_LLVM_MAJOR` (the lanes set it), else the number in
+/// `SQTT_TEST_LLVM_SUFFIX`, else 15 (bookworm's hipcc 5.2.3).
+pub fn llvm_major() -> u32 {
+    std::env::var("SQTT_LLVM_MAJOR")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .or_else(|| {
+            std::env::var("SQTT_TEST_LLVM_SUFFIX")
+                .ok()
+                .and_then(|s| s.trim_start_matches('-').parse().ok())
+        })
+        .unwrap_or(15)
+}
+
+/// The arch to ask the toolchain for. The tests name gfx940 for MI300 because hipcc 5.2.3's clang
+/// 15 does not know gfx942; LLVM 20 and later dropped gfx940 (gfx942 is the same GFX940-family
+/// target).
+pub fn toolchain_arch(arch: &str) -> &str {
+    if arch == "gfx940" && llvm_major() >= 20 {
+        "gfx942"
+    } else {
+        arch
+    }
+}
+
 /// Extra hipcc arguments that an arch needs on this machine.
 pub fn arch_args(arch: &str) -> Vec<String> {
+    let arch = toolchain_arch(arch);
     let mut v = vec![format!("--offload-arch={arch}")];
     if arch.starts_with("gfx11") {
         v.push(format!(

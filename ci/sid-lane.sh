@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Debian sid lane: the real hipcc 7.0.2 on clang 21 (ROCm 6.4 HIP headers, ROCm 7.0 device
+# libraries for gfx942/gfx950/gfx1100/gfx1200/gfx1201) in a cached sid chroot; the plugin built
+# there with --features llvm21-1 into target/llvm21 (ci/sid-lane-inner.sh). With
+# SQTT_LANE_SUITE=experimental (or ci/experimental-lane.sh): experimental on top of sid, hipcc
+# 7.2.4 on clang 22, gfx1250, --features llvm22-1 into target/llvm22.
+#
+# Usage:
+#   ci/sid-lane.sh                 create/reuse the chroot, toolchain checks, build, plugin cases
+#   ci/sid-lane.sh -- CMD ARGS...  create/reuse the chroot, build, then run CMD inside it in /src
+#                                  (the worktree) with SQTT_PLUGIN, SQTT_LLVM_MAJOR, SQTT_LLVM_BIN,
+#                                  SQTT_TEST_LLVM_SUFFIX, HIP_CLANG_PATH, SQTT_DEVICE_LIB_PATH and
+#                                  CARGO_TARGET_DIR set (e.g. `-- cargo test -p sqtt-e2e ...`)
+#
+# Settings: SQTT_LANE_SUITE (sid | experimental), SQTT_SID_ROOT (default /var/cache/sqtt-sid),
+# SQTT_EXPERIMENTAL_ROOT (default /var/cache/sqtt-experimental), SQTT_DEBIAN_MIRROR,
+# SQTT_NET_TIMEOUT (seconds per network step, default 900), SQTT_BUILD_TIMEOUT (default 1500),
+# CARGO_BUILD_JOBS (default 2). Needs root (debootstrap, chroot, mount namespaces).
+set -euo pipefail
+
+SUITE=${SQTT_LANE_SUITE:-sid}
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+case $SUITE in
+sid) LANE_NAME=sid-lane MAJOR=21 ROOT=${SQTT_SID_ROOT:-/var/cache/sqtt-sid} ;;
+experimental) LANE_NAME=experimental-lane MAJOR=22
+  ROOT=${SQTT_EXPERIMENTAL_ROOT:-/var/cache/sqtt-experimental}
+  # A cold experimental chroot starts as a copy of the sid one when that exists (.ci/run runs
+  # the sid lane first): quicker than a second debootstrap and download of the common packages.
+  CHROOT_SEED=${SQTT_SID_ROOT:-/var/cache/sqtt-sid} ;;
+*) echo "SQTT_LANE_SUITE must be sid or experimental, not $SUITE" >&2; exit 2 ;;
+esac
+# shellcheck source=ci/lane-lib.sh
+source "$REPO/ci/lane-lib.sh"
+# shellcheck source=ci/chroot.sh
+source "$REPO/ci/chroot.sh"
+# Package names of Debian's ROCm packaging (no hip-dev, no rocm-llvm): hipcc pulls clang-N and
+# rocm-device-libs-N; libclang-rt-N-dev lets it link programs; clang-tools-N has
+# clang-offload-bundler; cmake and ninja for the CMake example.
+PACKAGES=(hipcc libamdhip64-dev "clang-$MAJOR" "llvm-$MAJOR" "llvm-$MAJOR-dev" "lld-$MAJOR"
+  "clang-tools-$MAJOR" "rocm-device-libs-$MAJOR" "libclang-rt-$MAJOR-dev" g++ cmake ninja-build
+  ca-certificates)
+
+INNER_ARGS=()
+case "${1:-}" in
+--) INNER_ARGS=("$@") ;;
+"") ;;
+*) echo "usage: $0 [-- CMD ARGS...]" >&2; exit 2 ;;
+esac
+
+[ "$(id -u)" = 0 ] || lane_die "needs root (debootstrap, chroot and mount namespaces)"
+command -v rustc >/dev/null || lane_die "no rustc on PATH: the chroot uses the host's Rust toolchain"
+
+START=$(date +%s)
+# Also takes the chroot's lock for the whole run.
+chroot_ensure "$SUITE" "$ROOT" "${PACKAGES[@]}"
+T_CHROOT=$(($(date +%s) - START))
+lane_log "chroot ready in ${T_CHROOT}s ($ROOT)"
+
+STATUS=0
+chroot_run "$ROOT" "SQTT_LANE_SUITE=$SUITE CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2} \
+  SQTT_BUILD_TIMEOUT=${SQTT_BUILD_TIMEOUT:-1500} \
+  bash /src/ci/sid-lane-inner.sh $(printf '%q ' "${INNER_ARGS[@]}")" || STATUS=$?
+T_ALL=$(($(date +%s) - START))
+lane_log "timings: chroot ${T_CHROOT}s, build and cases $((T_ALL - T_CHROOT))s, total ${T_ALL}s"
+if [ $STATUS != 0 ] && [ ${#INNER_ARGS[@]} -gt 0 ]; then
+  echo "== $LANE_NAME: FAIL (${INNER_ARGS[*]:1} exited $STATUS)" >&2
+fi
+exit $STATUS
