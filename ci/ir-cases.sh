@@ -73,7 +73,7 @@ for cpu in "$@"; do
     lane_check_trace "$n" "$s" "$want"
     lane_check_grep "$n: no scope check" "$s" 's_getreg_b32' 0
     if [ "${IR_LLVM_MAJOR:?IR_LLVM_MAJOR: the LLVM major under test}" -ge 19 ]; then
-      # LLVM 19+: the spec's fence, tagged local-only (LLVM 19 spells the key amdgpu-as).
+      # LLVM 19+: the spec's fence, tagged local-only (LLVM 19-21 spell the key amdgpu-as).
       lane_check_grep "$n: MMRA-tagged workgroup fence" "$WORK/$cpu-named-unfiltered.ll" \
         'fence syncscope\("workgroup"\) acq_rel, !mmra'
     else

@@ -337,7 +337,7 @@ fi
 
 # --- 4. IR fixtures through opt / llc -----------------------------------------------------------
 IR_OPT=$LLVM_BIN/opt IR_LLC=$LLVM_BIN/llc IR_OBJCOPY=$LLVM_BIN/llvm-objcopy
-IR_OBJDUMP=$LLVM_BIN/llvm-objdump
+IR_OBJDUMP=$LLVM_BIN/llvm-objdump IR_LLVM_MAJOR=$MAJOR
 # shellcheck source=ci/ir-cases.sh
 source "$REPO/ci/ir-cases.sh"
 ir_cases "${ARCHES[@]}"

@@ -63,9 +63,9 @@ pub enum MarkerFence {
 /// The MMRA key that restricts a fence to some address spaces (`!{!"<key>", !"local"}`). LLVM 19
 /// reads it as `amdgpu-as` and ignores the later spelling (measured with llc-19: the spec's key
 /// leaves a `buffer_gl0_inv` per marker fence on gfx1030, `amdgpu-as` none); LLVM 22 reads
-/// `amdgpu-synchronize-as`, the spec's. The rename is taken to be in LLVM 20, which is not
-/// installed here (nor 21): unverified for those two.
-pub const MMRA_SYNCHRONIZE_AS: &str = if LLVM_MAJOR >= 20 {
+/// `amdgpu-synchronize-as`, the spec's. LLVM 21 (sid's libLLVM) still has only `amdgpu-as`, so
+/// the rename is in 22; 20, installed nowhere here, is taken to be like 19 and 21.
+pub const MMRA_SYNCHRONIZE_AS: &str = if LLVM_MAJOR >= 22 {
     "amdgpu-synchronize-as"
 } else {
     "amdgpu-as"
@@ -86,3 +86,8 @@ pub const TTRACEDATA_IMM_INTRINSIC: Option<&str> = if LLVM_MAJOR >= 19 {
 } else {
     None
 };
+
+/// Whether the assembler knows gfx1250's `s_get_shader_cycles_u64`, the only clock read the
+/// packed headers could use there: LLVM 22 does, 21 knows gfx1250 but rejects the instruction
+/// ("invalid instruction"). Without it gfx1250 headers stay unpacked.
+pub const HAS_S_GET_SHADER_CYCLES_U64: bool = LLVM_MAJOR >= 22;

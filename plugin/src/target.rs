@@ -102,7 +102,11 @@ impl Target {
 
     /// gfx12 parts whose marker headers can carry a packed shader clock.
     pub fn supports_clock_packing(&self) -> bool {
-        matches!(self.cpu.as_str(), "gfx1200" | "gfx1201" | "gfx1250")
+        match self.cpu.as_str() {
+            "gfx1200" | "gfx1201" => true,
+            "gfx1250" => crate::compat::HAS_S_GET_SHADER_CYCLES_U64,
+            _ => false,
+        }
     }
 
     /// HW_ID (gfx9) or HW_ID1/HW_ID2 (gfx10+) field encodings (docs/format.md, Scope filtering).

@@ -480,15 +480,24 @@ pub fn opt_sqtt_ok(ir: &str, env: &[(&str, &str)]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The major of the LLVM the tests run against, from `SQTT_TEST_LLVM_SUFFIX` (`-15` by default).
-pub fn llvm_major() -> u32 {
-    let suffix = std::env::var("SQTT_TEST_LLVM_SUFFIX").unwrap_or_else(|_| "-15".into());
-    suffix
-        .trim_start_matches('-')
-        .split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
-        .unwrap_or_else(|| panic!("SQTT_TEST_LLVM_SUFFIX={suffix:?} names no LLVM major"))
+/// How an `s_ttracedata_imm <v>` record the pass made reads in IR on the LLVM under test: the
+/// real intrinsic from LLVM 19, an `asm sideeffect` before (which has no such intrinsic).
+pub fn imm_record_ir(v: u32) -> String {
+    if llvm_major() >= 19 {
+        format!("call void @llvm.amdgcn.s.ttracedata.imm(i16 {v})")
+    } else {
+        format!("call void asm sideeffect \"s_ttracedata_imm 0x{v:x}\", \"\"()")
+    }
+}
+
+/// The value of an `s_ttracedata_imm` record in a line of IR (either form of [`imm_record_ir`]).
+pub fn imm_record_value(line: &str) -> Option<u32> {
+    let line = line.trim();
+    if let Some(rest) = line.strip_prefix("call void @llvm.amdgcn.s.ttracedata.imm(i16 ") {
+        return rest.split(')').next()?.trim().parse().ok();
+    }
+    let rest = line.strip_prefix("call void asm sideeffect \"s_ttracedata_imm 0x")?;
+    u32::from_str_radix(rest.split('"').next()?, 16).ok()
 }
 
 /// Those of `cpus` that the llc under test knows (`llc -mcpu=help`); says which it leaves out.

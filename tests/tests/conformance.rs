@@ -543,8 +543,8 @@ attributes #0 = { "target-cpu"="gfx1030" }
         .lines()
         .map(str::trim)
         .filter_map(|l| {
-            if let Some(rest) = l.strip_prefix("call void asm sideeffect \"s_ttracedata_imm ") {
-                Some(format!("marker {}", rest.split('"').next().unwrap()))
+            if let Some(v) = imm_record_value(l) {
+                Some(format!("marker 0x{v:x}"))
             } else if l.contains("= load") {
                 Some("load".into())
             } else if l.starts_with("store") {
@@ -604,7 +604,7 @@ fn memory_gap_breaks_groups() {
         ],
     );
     // Gap of 6 > 5 after the first load: two groups, [a] and [b, c].
-    assert_eq!(out.matches("s_ttracedata_imm 0x4").count(), 2, "{out}");
+    assert_eq!(out.matches(&imm_record_ir(4)).count(), 2, "{out}");
 }
 
 /// The two phases in IR: the early phase leaves tagged bare markers, `!sqtt.func.id` and the
@@ -659,8 +659,8 @@ attributes #0 = {{ "target-cpu"="gfx1030" }}
     // 24 instructions + ret: above 20, instrumented.
     let late = opt_sqtt_ok(&early, &env);
     assert!(late.contains("c\"K:k\\0AF:1:big\\00\""), "{late}");
-    assert!(late.contains("\"s_ttracedata_imm 0x6\""), "{late}");
-    assert!(late.contains("\"s_ttracedata_imm 0x1\""), "{late}");
+    assert!(late.contains(&imm_record_ir(6)), "{late}");
+    assert!(late.contains(&imm_record_ir(1)), "{late}");
     assert!(
         !late.contains("sqtt.markers.early") && !late.contains("; sqtt marker"),
         "{late}"

@@ -144,8 +144,9 @@ fn the_fence_is_the_spec_form_where_llvm_has_mmra() {
             .nth(1)
             .and_then(|r| r.split(',').next())
             .unwrap();
-        // LLVM 19 reads the key under its first name.
-        let key = if llvm_major() >= 20 {
+        // LLVM 19 and 21 read the key under its first name (their libLLVM holds only that
+        // string); 22 under the spec's.
+        let key = if llvm_major() >= 22 {
             "amdgpu-synchronize-as"
         } else {
             "amdgpu-as"

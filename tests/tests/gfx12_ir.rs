@@ -112,6 +112,13 @@ fn shift_and_bits_are_honoured() {
 fn gfx1250_reads_the_64_bit_shader_cycles() {
     let (ok, ir, err) = opt("gfx1250", &[("SQTT_SHADER_CLOCK_BITS", "12")]);
     assert!(ok, "{err}");
+    if llvm_major() < 22 {
+        // Before LLVM 22 the assembler rejects s_get_shader_cycles_u64 (llc-21: "invalid
+        // instruction"): gfx1250 headers stay unpacked, as on targets without a clock.
+        assert!(!ir.contains("s_get_shader_cycles_u64"), "{ir}");
+        assert!(!ir.contains("M:shader_clock"), "{ir}");
+        return;
+    }
     assert_eq!(
         ir.matches("asm sideeffect \"s_get_shader_cycles_u64 $0\", \"=s\"()")
             .count(),
@@ -132,11 +139,7 @@ fn bits_zero_is_the_no_clock_layout_with_imm() {
     assert!(!ir.contains("M:shader_clock"), "{ir}");
     // barrier_signal 1, barrier_wait 2, barrier 3, enter s 4, numeric 20, exit.
     for v in [0x4, 0x8, 0xc, 0x12, 0x14, 0x1] {
-        let form = if llvm_major() >= 19 {
-            format!("@llvm.amdgcn.s.ttracedata.imm(i16 {v})")
-        } else {
-            format!("\"s_ttracedata_imm 0x{v:x}\"")
-        };
+        let form = imm_record_ir(v);
         assert!(ir.contains(&form), "{form}: {ir}");
     }
 }
