@@ -269,7 +269,13 @@ fn mem_barrier_modes() {
             &[("SQTT_SCOPE_CU", "-1"), ("SQTT_MEM_BARRIER", mode)],
             &["-emit-llvm"],
         );
-        let fences = ir.matches("fence syncscope(\"wavefront\") acq_rel").count();
+        // The marker fence: wavefront scope before LLVM 19, workgroup with the MMRA tag from 19.
+        let fence = if llvm_major() >= 19 {
+            "fence syncscope(\"workgroup\") acq_rel, !mmra"
+        } else {
+            "fence syncscope(\"wavefront\") acq_rel"
+        };
+        let fences = ir.matches(fence).count();
         let clobbers = ir.matches("asm sideeffect \"\", \"~{memory}\"").count();
         match mode {
             "fence" => assert_eq!((fences, clobbers), (10, 0), "{mode}"),
