@@ -199,3 +199,40 @@ extern "C" {
     #[link_name = "mkfifo"]
     fn libc_mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
 }
+
+/// Issue 15: a response file naming itself 8 times, or files naming the next 8 times, made the
+/// wrapper expand for minutes. Now: exit 2 in well under a second, a message naming the file,
+/// and hipcc (a fake compiler recording its arguments) is not run.
+#[test]
+fn self_referencing_and_exploding_response_files_fail_fast() {
+    let dir = scratch("rsp");
+    sqtt_e2e::driver::fake_compiler(&dir);
+    std::fs::write(dir.join("self"), "@self ".repeat(8)).unwrap();
+    for i in 0..9 {
+        std::fs::write(dir.join(format!("l{i}")), format!("@l{} ", i + 1).repeat(8)).unwrap();
+    }
+    std::fs::write(dir.join("l9"), "-DX k.hip").unwrap();
+    for (arg, words) in [
+        ("@self", "response file @self names itself"),
+        ("@l0", "expands to 4194304 arguments"),
+    ] {
+        let start = Instant::now();
+        let out = driver(&dir)
+            .env("SQTT_HIPCC", dir.join("fake-hipcc"))
+            .args(["-c", arg])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(start.elapsed() < Duration::from_millis(800), "{arg}: {err}");
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(words) && err.contains("hipcc was not run"),
+            "{err}"
+        );
+        assert!(
+            sqtt_e2e::driver::recorded_argv(&dir).is_none(),
+            "hipcc ran for {arg}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
