@@ -9,6 +9,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub mod file;
 mod parse;
 
 pub use parse::KNOWN_TOML_KEYS;
@@ -315,7 +316,7 @@ impl Settings {
     {
         let mut s = Settings::default();
         if let Some(path) = file {
-            let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Unreadable {
+            let text = file::read_config(path).map_err(|e| ConfigError::Unreadable {
                 path: path.to_path_buf(),
                 reason: e.to_string(),
             })?;

@@ -247,3 +247,46 @@ fn the_example_file_holds_every_key_at_its_default() {
         );
     }
 }
+
+#[test]
+fn only_a_regular_file_of_bounded_size_is_read_as_configuration() {
+    let dir = std::env::temp_dir().join(format!("sqtt-config-kinds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo.toml");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let big = dir.join("big.toml");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(file::MAX_CONFIG_BYTES + 1)
+        .unwrap();
+    for (path, why) in [
+        // Nobody writes to the FIFO: this returns only because it is refused before reading.
+        (
+            fifo.clone(),
+            "it is a FIFO (named pipe), not a regular file",
+        ),
+        (dir.clone(), "it is a directory, not a regular file"),
+        (
+            PathBuf::from("/dev/zero"),
+            "it is a character device, not a regular file",
+        ),
+        (
+            PathBuf::from("/proc/self/environ"),
+            "it is a file of the /proc or /sys pseudo file system, not a regular file",
+        ),
+        (
+            big.clone(),
+            "it is 1048577 bytes; a configuration file may have at most 1048576 bytes",
+        ),
+    ] {
+        let err = Settings::load(Some(&path), env(&[])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("cannot read configuration file {}: {why}", path.display())
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -236,3 +236,68 @@ fn self_referencing_and_exploding_response_files_fail_fast() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--sqtt-config` and `SQTT_CONFIG` naming a FIFO, a directory, /dev/zero or a /proc file: a
+/// clear error at once (exit 2) naming the file and what it is, and hipcc is not run.
+#[test]
+fn configuration_files_must_be_regular_files() {
+    let dir = scratch("config");
+    sqtt_e2e::driver::fake_compiler(&dir);
+    std::fs::write(dir.join("k.hip"), "int main() { return 0; }\n").unwrap();
+    let fifo = dir.join("sqtt.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc_mkfifo(c.as_ptr(), 0o600) }, 0);
+    let cases = [
+        (
+            fifo.display().to_string(),
+            "it is a FIFO (named pipe), not a regular file",
+        ),
+        (
+            dir.display().to_string(),
+            "it is a directory, not a regular file",
+        ),
+        (
+            "/dev/zero".to_string(),
+            "it is a character device, not a regular file",
+        ),
+        (
+            "/proc/self/environ".to_string(),
+            "it is a file of the /proc or /sys pseudo file system, not a regular file",
+        ),
+    ];
+    for (path, what) in &cases {
+        for by_env in [false, true] {
+            let mut cmd = driver(&dir);
+            cmd.env("SQTT_HIPCC", dir.join("fake-hipcc"));
+            if by_env {
+                cmd.env("SQTT_CONFIG", path);
+            } else {
+                cmd.arg(format!("--sqtt-config={path}"));
+            }
+            let mut child = cmd
+                .args(["-c", "k.hip", "-o", "k.o"])
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let start = Instant::now();
+            while child.try_wait().unwrap().is_none() {
+                if start.elapsed() > Duration::from_secs(10) {
+                    child.kill().unwrap();
+                    panic!("blocked on {path}");
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let out = child.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{err}");
+            assert!(
+                err.contains(&format!("cannot read configuration file {path}: {what}")),
+                "{err}"
+            );
+            assert!(sqtt_e2e::driver::recorded_argv(&dir).is_none(), "hipcc ran");
+            assert!(!dir.join("k.o").exists());
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

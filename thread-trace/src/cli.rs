@@ -185,8 +185,53 @@ impl GpuArgs {
     }
 }
 
+/// The largest raw thread trace read (it is read whole).
+const MAX_TRACE_BYTES: u64 = 16 << 30;
+
+/// Reads a raw thread trace: only a regular file (a FIFO, a directory or a device is refused
+/// with what it is, before it is opened, so nothing blocks), no further than its size when
+/// opened, and at most [`MAX_TRACE_BYTES`].
 fn read_trace(path: &PathBuf) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+    let ctx = || format!("reading {}", path.display());
+    let meta = std::fs::metadata(path).with_context(ctx)?;
+    let ft = meta.file_type();
+    let what = if ft.is_file() {
+        None
+    } else if ft.is_dir() {
+        Some("a directory")
+    } else if ft.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if ft.is_char_device() || ft.is_block_device() {
+        Some("a device")
+    } else {
+        Some("not a regular file")
+    };
+    if let Some(what) = what {
+        anyhow::bail!("{}: it is {what}, not a regular file", path.display());
+    }
+    // Files of /proc and /sys say they are regular, with a size that is not their contents.
+    if let Ok(real) = path.canonicalize() {
+        if real.starts_with("/proc") || real.starts_with("/sys") {
+            anyhow::bail!(
+                "{}: it is a file of the /proc or /sys pseudo file system, not a regular file",
+                path.display()
+            );
+        }
+    }
+    if meta.len() > MAX_TRACE_BYTES {
+        anyhow::bail!(
+            "{}: it is {} bytes; a thread trace may have at most {MAX_TRACE_BYTES} bytes",
+            path.display(),
+            meta.len()
+        );
+    }
+    let mut data = Vec::with_capacity(meta.len() as usize);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(meta.len()).read_to_end(&mut data))
+        .with_context(ctx)?;
+    Ok(data)
 }
 
 /// Warns when an RDNA file's header names another layout than the GPU's.
