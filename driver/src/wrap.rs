@@ -169,6 +169,9 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
         }
         StepKind::Compile | StepKind::Link => {
             let settings = load_settings(&own, &cwd)?;
+            for w in settings.warnings() {
+                eprintln!("sqtt-hipcc: warning: {w}");
+            }
             let verbose = own.verbose || settings.verbose || verbose_env;
             let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;
             let instrument = settings.enabled && cls.kind == StepKind::Compile;

@@ -87,16 +87,21 @@ fn parse_gc(s: &str) -> Result<GcVersion, String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineList(pub Vec<usize>);
 
+/// Engine numbers separated by commas (spaces around them ignored, an engine named twice
+/// counts once); an empty list or an empty item is refused.
 fn parse_engine_list(s: &str) -> Result<EngineList, String> {
     s.split(',')
-        .filter(|x| !x.is_empty())
         .map(|x| {
             x.trim()
                 .parse::<usize>()
                 .map_err(|_| format!("{x:?}: expected engine numbers such as 2,5"))
         })
         .collect::<Result<Vec<_>, _>>()
-        .map(EngineList)
+        .map(|mut v| {
+            v.sort_unstable();
+            v.dedup();
+            EngineList(v)
+        })
 }
 
 /// The GPU: a built-in part, each field of its shape overridable.
@@ -153,6 +158,22 @@ impl GpuArgs {
                 return Err(usage("--clock-hz 0: expected a positive frequency in Hz"));
             }
             s.gpu.clock_hz = hz;
+        }
+        if let Some(h) = &self.harvest {
+            let n = s.gpu.engines();
+            if let Some(e) = h.0.iter().find(|e| **e >= n) {
+                return Err(usage(format!(
+                    "--harvest {e}: the GPU has engines 0 to {} (engines per die times dies)",
+                    n - 1
+                )));
+            }
+            if h.0.len() >= n {
+                return Err(usage(format!(
+                    "--harvest: all {n} engines would be harvested, so no work-group processor \
+                     would run work; name at most {} engines",
+                    n - 1
+                )));
+            }
         }
         Ok(s)
     }
@@ -485,5 +506,42 @@ mod tests {
         assert!(parse_size("").is_err());
         assert!(parse_size("12Q").is_err());
         assert!(parse_size("99999999999999999999G").is_err());
+    }
+
+    fn gpu(harvest: &str) -> Result<Shape> {
+        GpuArgs {
+            gpu: "gfx90a".into(),
+            gc: None,
+            engines: None,
+            dies: None,
+            arrays: None,
+            wgps: None,
+            clock_hz: None,
+            harvest: Some(parse_engine_list(harvest).map_err(anyhow::Error::msg)?),
+        }
+        .shape()
+    }
+
+    /// `--harvest`: spaces ignored, duplicates count once, empty items and out-of-range engines
+    /// refused, and harvesting every engine (no work could run) refused as a usage error.
+    #[test]
+    fn harvest_lists_are_checked_when_given() {
+        assert_eq!(parse_engine_list(" 2, 5,2"), Ok(EngineList(vec![2, 5])));
+        for bad in ["", "1,,2", "x", "-1", "18446744073709551616"] {
+            assert!(parse_engine_list(bad).is_err(), "{bad:?}");
+        }
+        let engines = builtin("gfx90a").unwrap().gpu.engines();
+        assert!(gpu("0").is_ok());
+        let e = gpu(&engines.to_string()).unwrap_err();
+        assert_eq!(exit_code(&e), 2);
+        assert!(e
+            .to_string()
+            .starts_with(&format!("--harvest {engines}: the GPU has engines 0 to")));
+        let all: Vec<String> = (0..engines).map(|e| e.to_string()).collect();
+        let e = gpu(&all.join(",")).unwrap_err();
+        assert_eq!(exit_code(&e), 2);
+        assert!(e.to_string().contains("would be harvested"), "{e}");
+        // All but one is fine.
+        assert!(gpu(&all[1..].join(",")).is_ok());
     }
 }
