@@ -11,7 +11,7 @@
 //!   and zstd), alone or inside `.hip_fatbin`;
 //! - bare LLVM bitcode (reported as not yet linked).
 //!
-//! Reading runs no external tool, maps the file once, and never panics on corrupt input: every
+//! Reading runs no external tool, reads the file once (see [`file`]), and never panics on corrupt input: every
 //! inconsistency is an [`Error`] naming the file, the offset and what is wrong.
 //!
 //! The funcmap is parsed and validated by `sqtt-markers` (one parser for the format). The
@@ -24,6 +24,7 @@ use std::path::Path;
 mod archive;
 pub mod bundle;
 mod elf;
+pub mod file;
 pub mod glob;
 pub mod report;
 pub mod require;
@@ -202,23 +203,48 @@ impl CodeObject {
     }
 }
 
-/// Reads every code object of a file (mapped once, never copied except for decompression).
+/// The largest file [`read_path`] reads (8 GiB).
+pub const MAX_FILE_BYTES: u64 = 8 << 30;
+
+/// Reads every code object of a file. Only a regular file is read (a FIFO, a directory, a device
+/// or a `/proc` file is an error saying what it is), with `pread` into memory, never mapped: a
+/// file rewritten or truncated while it is read gives an error or stale data, never a signal. A
+/// file whose first bytes are no known format is refused before the rest is read.
 pub fn read_path(path: &Path) -> Result<Vec<CodeObject>, Error> {
     let origin = path.display().to_string();
     let io = |source| Error::Io {
         path: origin.clone(),
         source,
     };
-    let file = std::fs::File::open(path).map_err(io)?;
-    let len = file.metadata().map_err(io)?.len();
+    let (file, len) = file::open_regular(path).map_err(io)?;
     if len == 0 {
         return Err(Error::corrupt(&origin, 0, "the file is empty"));
     }
-    // SAFETY: the map is read only; a file changed underneath us while we read it can give wrong
-    // data (reported as a format error), never unsafety in our own code, as all access is bounds
-    // checked slices.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    read_bytes(&map, &origin)
+    let head = file::read_at(&file, 0, 64).map_err(io)?;
+    if !is_known_format(&head) {
+        return Err(Error::Unrecognised { origin });
+    }
+    if len > MAX_FILE_BYTES {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("it is {len} bytes; at most {MAX_FILE_BYTES} bytes are read"),
+        )));
+    }
+    let data = file::read_all(&file, len).map_err(io)?;
+    read_bytes(&data, &origin)
+}
+
+fn is_known_format(data: &[u8]) -> bool {
+    [
+        &b"\x7fELF"[..],
+        archive::MAGIC,
+        bundle::MAGIC,
+        bundle::CCOB_MAGIC,
+        elf::BITCODE_MAGIC,
+        elf::BITCODE_WRAPPER_MAGIC,
+    ]
+    .iter()
+    .any(|m| data.starts_with(m))
 }
 
 /// Reads every code object of a file's contents. `origin` names the input in error messages.

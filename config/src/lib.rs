@@ -9,6 +9,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub mod file;
 mod parse;
 
 pub use parse::KNOWN_TOML_KEYS;
@@ -265,8 +266,13 @@ pub enum ConfigError {
     },
     #[error("cannot read configuration file {path}: {reason}", path = .path.display())]
     Unreadable { path: PathBuf, reason: String },
-    #[error("{path} is not valid TOML: {reason}", path = .path.display())]
-    Syntax { path: PathBuf, reason: String },
+    #[error("{path} is not valid TOML at line {line}, column {column}: {reason}", path = .path.display())]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        reason: String,
+    },
     /// Two settings of which at most one may be on (the spec's words: "mutually exclusive").
     #[error("{first} and {second} are mutually exclusive: {why}")]
     MutuallyExclusive {
@@ -310,8 +316,13 @@ impl Settings {
     /// Settings from a configuration file's text over the defaults (no environment).
     pub fn from_toml_str(text: &str, path: &Path) -> Result<Settings, ConfigError> {
         let mut s = Settings::default();
-        parse::apply_toml(&mut s, text, path)?;
-        s.validate()?;
+        let keys = parse::apply_toml(&mut s, text, path)?;
+        s.validate_named(&|var| {
+            let key = name_to_key(var);
+            keys.iter()
+                .any(|k| k == key)
+                .then(|| (path.to_path_buf(), key))
+        })?;
         Ok(s)
     }
 
@@ -321,59 +332,111 @@ impl Settings {
         F: Fn(&str) -> Option<String>,
     {
         let mut s = Settings::default();
+        let mut keys = Vec::new();
         if let Some(path) = file {
-            let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Unreadable {
+            let text = file::read_config(path).map_err(|e| ConfigError::Unreadable {
                 path: path.to_path_buf(),
                 reason: e.to_string(),
             })?;
-            parse::apply_toml(&mut s, &text, path)?;
+            keys = parse::apply_toml(&mut s, &text, path)?;
         }
-        s.apply_env(&get)?;
-        s.validate()?;
+        let vars = s.apply_env(&get)?;
+        // A conflict names the key of the file for a setting the file made and no variable
+        // replaced, else the variable.
+        s.validate_named(&|var| {
+            let key = name_to_key(var);
+            match file {
+                Some(path) if !vars.contains(&var) && keys.iter().any(|k| k == key) => {
+                    Some((path.to_path_buf(), key))
+                }
+                _ => None,
+            }
+        })?;
         Ok(s)
     }
 
-    fn apply_env<F>(&mut self, get: &F) -> Result<(), ConfigError>
+    /// Applies the set variables (an empty or all-blank value counts as unset) and returns them.
+    fn apply_env<F>(&mut self, get: &F) -> Result<Vec<&'static str>, ConfigError>
     where
         F: Fn(&str) -> Option<String>,
     {
         let read = |name: &'static str| get(name).filter(|v| !v.trim().is_empty());
+        let mut set = Vec::new();
         for name in [var::ENABLED, var::VERBOSE]
             .iter()
             .chain(var::SETTINGS.iter())
         {
             if let Some(v) = read(name) {
                 parse::apply_value(self, name_to_key(name), &v, Origin::Env(name))?;
+                set.push(*name);
             }
         }
         if let Some(v) = read(var::HIPCC) {
             self.hipcc = Some(PathBuf::from(v));
+            set.push(var::HIPCC);
         }
-        Ok(())
+        Ok(set)
     }
 
-    /// Checks that the settings can be used together.
+    /// What is allowed but surely not meant, as sentences: a scope mask of 0 selects nothing,
+    /// so no marker can ever be emitted.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.enabled {
+            return out;
+        }
+        for (var, key, mask) in [
+            (var::SCOPE_WAVE, "scope.wave", self.scope.wave),
+            (var::SCOPE_SIMD, "scope.simd", self.scope.simd),
+            (var::SCOPE_CU, "scope.cu", self.scope.cu),
+            (var::SCOPE_WG, "scope.wg", self.scope.wg),
+        ] {
+            if mask == 0 {
+                out.push(format!(
+                    "{var} (`{key}`) is 0: it selects no {}, so no marker can ever be emitted; \
+                     use -1 for all",
+                    key.trim_start_matches("scope.")
+                ));
+            }
+        }
+        out
+    }
+
+    /// Checks that the settings can be used together (a conflict names the variables).
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_named(&|_| None)
+    }
+
+    /// [`Settings::validate`], naming a setting by `from_file(var)`: `Some((file, key))` when the
+    /// value came from that key of a configuration file, `None` for the variable.
+    fn validate_named(
+        &self,
+        from_file: &dyn Fn(&'static str) -> Option<(PathBuf, &'static str)>,
+    ) -> Result<(), ConfigError> {
+        let name = |var: &'static str, value: String| match from_file(var) {
+            Some((path, key)) => format!("`{key} = {value}` in {}", path.display()),
+            None => format!("{var}={value}"),
+        };
         if let (true, Some(memory)) = (self.trace_addresses.is_on(), self.instrument_memory) {
             return Err(ConfigError::MutuallyExclusive {
-                first: format!("{}={}", var::TRACE_ADDRESSES, self.trace_addresses),
-                second: format!("{}={memory}", var::INSTRUMENT_MEMORY),
+                first: name(var::TRACE_ADDRESSES, self.trace_addresses.to_string()),
+                second: name(var::INSTRUMENT_MEMORY, memory.to_string()),
                 why: "address tracing already emits a marker for every memory operation; \
                       unset one of them",
             });
         }
         if self.shader_clock_bits != 0 && self.trace_addresses.is_on() {
             return Err(ConfigError::Conflict {
-                first: format!("{}={}", var::SHADER_CLOCK_BITS, self.shader_clock_bits),
-                second: format!("{}={}", var::TRACE_ADDRESSES, self.trace_addresses),
-                why: "address-trace markers carry payload records, which require \
-                      SQTT_SHADER_CLOCK_BITS=0",
+                first: name(var::SHADER_CLOCK_BITS, self.shader_clock_bits.to_string()),
+                second: name(var::TRACE_ADDRESSES, self.trace_addresses.to_string()),
+                why: "address-trace markers carry payload records, which require the shader \
+                      clock bits to be 0",
             });
         }
         if self.shader_clock_bits + self.shader_clock_shift > 32 {
             return Err(ConfigError::Conflict {
-                first: format!("{}={}", var::SHADER_CLOCK_BITS, self.shader_clock_bits),
-                second: format!("{}={}", var::SHADER_CLOCK_SHIFT, self.shader_clock_shift),
+                first: name(var::SHADER_CLOCK_BITS, self.shader_clock_bits.to_string()),
+                second: name(var::SHADER_CLOCK_SHIFT, self.shader_clock_shift.to_string()),
                 why: "the clock window (bits + shift) must fit the 32-bit shader-clock low word",
             });
         }

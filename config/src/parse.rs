@@ -81,7 +81,10 @@ fn parse_functions(v: &str) -> Option<FunctionThreshold> {
         (n, false) => FunctionThreshold::Count(n),
         (n, true) => FunctionThreshold::Cost(n),
     };
-    if let Some(rest) = t.strip_prefix("cost:") {
+    if let Some((word, rest)) = t.split_once(':') {
+        if !word.trim().eq_ignore_ascii_case("cost") {
+            return None;
+        }
         return parse_u32_dec(rest).map(|n| threshold(n, true));
     }
     if t.eq_ignore_ascii_case("off") {
@@ -228,8 +231,12 @@ fn value_text(key: &str, v: &toml::Value, origin: &Origin) -> Result<String, Con
         {
             i.to_string()
         }
+        // The same words as the variables (`"yes"`, `"off"`, ...), checked by apply_value.
+        ("enabled" | "verbose" | "instrument_barriers", Value::String(s)) => s.clone(),
         ("enabled" | "verbose" | "instrument_barriers", _) => {
-            return Err(expected("true or false"))
+            return Err(expected(&format!(
+                "true, false, 0, 1 or a string: {BOOL_FORMS}"
+            )))
         }
         ("hipcc", Value::String(s)) => s.clone(),
         ("hipcc", _) => return Err(expected("a path string")),
@@ -271,13 +278,24 @@ fn value_text(key: &str, v: &toml::Value, origin: &Origin) -> Result<String, Con
 }
 
 /// Applies a whole `sqtt.toml` text.
-pub(crate) fn apply_toml(s: &mut Settings, text: &str, path: &Path) -> Result<(), ConfigError> {
-    let table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| ConfigError::Syntax {
+/// Returns the keys it set.
+pub(crate) fn apply_toml(
+    s: &mut Settings,
+    text: &str,
+    path: &Path,
+) -> Result<Vec<String>, ConfigError> {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let at = e.span().map(|r| r.start).unwrap_or(0).min(text.len());
+        let before = &text[..at];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+        ConfigError::Syntax {
             path: path.to_path_buf(),
-            reason: e.message().to_string(),
-        })?;
+            line,
+            column,
+            reason: e.message().trim().to_string(),
+        }
+    })?;
     let known = KNOWN_TOML_KEYS.join(", ");
     let unknown = |key: String| ConfigError::UnknownKey {
         path: path.to_path_buf(),
@@ -305,6 +323,7 @@ pub(crate) fn apply_toml(s: &mut Settings, text: &str, path: &Path) -> Result<()
             entries.push((k.clone(), v));
         }
     }
+    let mut set = Vec::new();
     for (key, v) in entries {
         if !KNOWN_TOML_KEYS.contains(&key.as_str()) {
             return Err(unknown(key));
@@ -313,6 +332,18 @@ pub(crate) fn apply_toml(s: &mut Settings, text: &str, path: &Path) -> Result<()
             path: path.to_path_buf(),
             key: key.clone(),
         };
+        // An empty string is refused in the file (a variable set to "" counts as unset).
+        if v.as_str().is_some_and(|t| t.trim().is_empty()) {
+            return Err(bad(
+                &origin,
+                v.as_str().unwrap_or_default(),
+                format!(
+                    "{}; an empty value is refused in sqtt.toml: remove the key for the default",
+                    forms_of(&key)
+                ),
+            ));
+        }
+        set.push(key.clone());
         let text = value_text(&key, v, &origin)?;
         // Integers given to mask keys were turned into hex text above; keep the error showing
         // what the user wrote.
@@ -330,5 +361,20 @@ pub(crate) fn apply_toml(s: &mut Settings, text: &str, path: &Path) -> Result<()
             other => other,
         })?;
     }
-    Ok(())
+    Ok(set)
+}
+
+/// The accepted forms of a key, for messages.
+fn forms_of(key: &str) -> &'static str {
+    match key {
+        "enabled" | "verbose" | "instrument_barriers" => BOOL_FORMS,
+        "hipcc" => "a path",
+        "instrument_functions" => FUNCTIONS_FORMS,
+        "instrument_memory" => MEMORY_FORMS,
+        "mem_barrier" => BARRIER_FORMS,
+        "trace_addresses" => ADDRESS_FORMS,
+        "shader_clock_bits" => "an unsigned integer from 0 (off) to 24",
+        "shader_clock_shift" => "an unsigned integer from 0 to 31",
+        _ => MASK_FORMS,
+    }
 }

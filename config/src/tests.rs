@@ -252,3 +252,190 @@ fn the_example_file_holds_every_key_at_its_default() {
         );
     }
 }
+
+#[test]
+fn only_a_regular_file_of_bounded_size_is_read_as_configuration() {
+    let dir = std::env::temp_dir().join(format!("sqtt-config-kinds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo.toml");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let big = dir.join("big.toml");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(file::MAX_CONFIG_BYTES + 1)
+        .unwrap();
+    for (path, why) in [
+        // Nobody writes to the FIFO: this returns only because it is refused before reading.
+        (
+            fifo.clone(),
+            "it is a FIFO (named pipe), not a regular file",
+        ),
+        (dir.clone(), "it is a directory, not a regular file"),
+        (
+            PathBuf::from("/dev/zero"),
+            "it is a character device, not a regular file",
+        ),
+        (
+            PathBuf::from("/proc/self/environ"),
+            "it is a file of the /proc or /sys pseudo file system, not a regular file",
+        ),
+        (
+            big.clone(),
+            "it is 1048577 bytes; a configuration file may have at most 1048576 bytes",
+        ),
+    ] {
+        let err = Settings::load(Some(&path), env(&[])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("cannot read configuration file {}: {why}", path.display())
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn syntax_errors_give_line_and_column() {
+    let err =
+        Settings::from_toml_str("enabled = true\n\ninstrument_barriers = \n", &p()).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("/x/sqtt.toml is not valid TOML at line 3, column 23: "),
+        "{err}"
+    );
+    let err = Settings::from_toml_str("[scope]\ncu = 0x1 2\n", &p()).unwrap_err();
+    match err {
+        ConfigError::Syntax { line, column, .. } => assert_eq!((line, column), (2, 10)),
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn a_conflict_from_the_file_names_its_keys() {
+    let text = "trace_addresses = \"memory\"\ninstrument_memory = \"2:5\"\n";
+    let msg = Settings::from_toml_str(text, &p()).unwrap_err().to_string();
+    assert!(
+        msg.starts_with(
+            "`trace_addresses = memory` in /x/sqtt.toml and `instrument_memory = 2:5` in \
+             /x/sqtt.toml are mutually exclusive"
+        ),
+        "{msg}"
+    );
+    assert!(!msg.contains("SQTT_"), "{msg}");
+    // Through load: the file's key, and the variable that replaced the other one.
+    let dir = std::env::temp_dir().join(format!("sqtt-config-conflict-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sqtt.toml");
+    std::fs::write(&path, "trace_addresses = \"lds\"\nshader_clock_bits = 8\n").unwrap();
+    let msg = Settings::load(Some(&path), env(&[("SQTT_SHADER_CLOCK_BITS", "12")]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.starts_with(&format!(
+            "SQTT_SHADER_CLOCK_BITS=12 and `trace_addresses = lds` in {} cannot be combined",
+            path.display()
+        )),
+        "{msg}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The acceptance rules of docs/driver.md ("Values: the rules"), each the same for a variable
+/// and its sqtt.toml key.
+#[test]
+fn acceptance_rules_are_the_same_for_variables_and_keys() {
+    let both = |var: &str, key: &str, value: &str| {
+        let e = Settings::from_env(env(&[(var, value)]));
+        let t = Settings::from_toml_str(&format!("{key} = {value:?}"), &p());
+        match (e, t) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a, b, "{var}={value:?} and {key} differ");
+                Ok(a)
+            }
+            (Err(_), Err(b)) => Err(b),
+            (e, t) => panic!("{var}={value:?}: {e:?}, but {key}: {t:?}"),
+        }
+    };
+    // Spaces around a value and around `:` and `,` are ignored; words are case-insensitive.
+    for v in ["cost:5", "cost: 5", "cost :5", " COST : 5 "] {
+        let s = both("SQTT_INSTRUMENT_FUNCTIONS", "instrument_functions", v).unwrap();
+        assert_eq!(s.instrument_functions, FunctionThreshold::Cost(5), "{v:?}");
+    }
+    for v in ["2:3", "2 : 3", " 2:3 "] {
+        let s = both("SQTT_INSTRUMENT_MEMORY", "instrument_memory", v).unwrap();
+        assert_eq!(s.instrument_memory.unwrap().ops_per_marker, 2, "{v:?}");
+        assert_eq!(s.instrument_memory.unwrap().max_gap, 3, "{v:?}");
+    }
+    // Spaces inside a number are not.
+    for v in ["co st:5", "cost:5 0", "2:3 4"] {
+        let key = if v.starts_with('2') {
+            "instrument_memory"
+        } else {
+            "instrument_functions"
+        };
+        let var = format!("SQTT_{}", key.to_ascii_uppercase());
+        assert!(both(&var, key, v).is_err(), "{v:?}");
+    }
+    // A list names each item once or more: duplicates are accepted (it is a set).
+    for v in ["memory,memory", "memory, memory", "lds,memory,lds"] {
+        let s = both("SQTT_TRACE_ADDRESSES", "trace_addresses", v).unwrap();
+        assert!(s.trace_addresses.memory, "{v:?}");
+        assert_eq!(s.trace_addresses.lds, v.contains("lds"), "{v:?}");
+    }
+    // Empty items are not.
+    assert!(both("SQTT_TRACE_ADDRESSES", "trace_addresses", "memory,,lds").is_err());
+    // Switches take the same words in both places.
+    for (v, on) in [("yes", true), ("no", false), ("On", true), ("0", false)] {
+        let s = both("SQTT_ENABLED", "enabled", v).unwrap();
+        assert_eq!(s.enabled, on, "{v:?}");
+    }
+    let err = both("SQTT_ENABLED", "enabled", "maybe").unwrap_err();
+    assert!(err.to_string().contains("key `enabled`"), "{err}");
+    assert!(err.to_string().contains("yes or no"), "{err}");
+}
+
+#[test]
+fn empty_values_unset_a_variable_and_are_refused_in_the_file() {
+    let s = Settings::from_env(env(&[
+        ("SQTT_INSTRUMENT_FUNCTIONS", ""),
+        ("SQTT_SCOPE_CU", "  "),
+        ("SQTT_HIPCC", ""),
+    ]))
+    .unwrap();
+    assert_eq!(s, Settings::default());
+    for key in [
+        "instrument_functions",
+        "hipcc",
+        "enabled",
+        "trace_addresses",
+    ] {
+        let err = Settings::from_toml_str(&format!("{key} = \" \""), &p()).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with(&format!("key `{key}` in /x/sqtt.toml")),
+            "{msg}"
+        );
+        assert!(msg.contains("remove the key for the default"), "{msg}");
+    }
+}
+
+#[test]
+fn a_zero_scope_mask_warns_that_no_marker_can_be_emitted() {
+    assert!(Settings::default().warnings().is_empty());
+    let s = Settings::from_env(env(&[("SQTT_SCOPE_CU", "0")])).unwrap();
+    assert_eq!(
+        s.warnings(),
+        vec![
+            "SQTT_SCOPE_CU (`scope.cu`) is 0: it selects no cu, so no marker can ever be \
+             emitted; use -1 for all"
+                .to_string()
+        ]
+    );
+    let s = Settings::from_toml_str("[scope]\nwg = 0\nsimd = \"0x0\"", &p()).unwrap();
+    assert_eq!(s.warnings().len(), 2);
+    // Nothing to warn about when instrumentation is off.
+    let s = Settings::from_env(env(&[("SQTT_SCOPE_CU", "0"), ("SQTT_ENABLED", "0")])).unwrap();
+    assert!(s.warnings().is_empty());
+}

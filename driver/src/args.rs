@@ -4,7 +4,9 @@
 //! files they name) to decide what kind of step this is, which outputs it writes, and whether
 //! those outputs hold device code to check. Whatever it cannot classify goes to hipcc unchanged.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 /// What a hipcc invocation does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,28 +237,188 @@ fn is_source(p: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// Expands `@file` arguments (recursively, to a depth of 10) for classification only. A file
-/// that cannot be read is kept as the literal argument, as clang does.
-pub fn expand_response_files(args: &[String], cwd: &Path) -> Vec<String> {
-    fn go(args: &[String], cwd: &Path, depth: u32, out: &mut Vec<String>) {
-        for a in args {
-            if let Some(f) = a.strip_prefix('@') {
-                if depth < 10 {
-                    if let Ok(text) = std::fs::read_to_string(cwd.join(f)) {
+/// How deep `@file`s may name other `@file`s.
+pub const MAX_RESPONSE_DEPTH: usize = 10;
+/// How many arguments the expansion of all `@file`s may give.
+pub const MAX_RESPONSE_ARGS: usize = 1_000_000;
+/// How many bytes the expanded arguments may hold in total, and the response files read.
+pub const MAX_RESPONSE_BYTES: usize = 64 << 20;
+
+/// Expands `@file` arguments (recursively) for classification only. A file that cannot be read
+/// (missing, or not a regular file) is kept as the literal argument, as clang does. The expansion
+/// is bounded: a file that names itself (directly or through others), nesting deeper than
+/// [`MAX_RESPONSE_DEPTH`], more than [`MAX_RESPONSE_ARGS`] arguments or more than
+/// [`MAX_RESPONSE_BYTES`] bytes (read, or expanded) is an error naming the files and the limit
+/// (hipcc is not run). Each file is read and measured once, whatever the number of times it is
+/// named, so an exploding file is refused before anything is expanded.
+pub fn expand_response_files(args: &[String], cwd: &Path) -> Result<Vec<String>, String> {
+    let mut e = Expansion {
+        cwd,
+        keys: HashMap::new(),
+        files: HashMap::new(),
+        sizes: HashMap::new(),
+        read: 0,
+        chain: Vec::new(),
+    };
+    let (n, bytes, _) = e.measure_words(args)?;
+    if n > MAX_RESPONSE_ARGS || bytes > MAX_RESPONSE_BYTES {
+        return Err(format!(
+            "the arguments and their response files expand to {n} arguments of {bytes} bytes; at \
+             most {MAX_RESPONSE_ARGS} arguments and {MAX_RESPONSE_BYTES} bytes are accepted; \
+             hipcc was not run"
+        ));
+    }
+    let mut out = Vec::with_capacity(n);
+    e.expand(args, &mut out);
+    Ok(out)
+}
+
+/// The words of a response file, shared by every place that names it.
+type Words = Rc<Vec<String>>;
+
+struct Expansion<'a> {
+    cwd: &'a Path,
+    /// Canonical path of each `@file` argument (`None`: no such file).
+    keys: HashMap<String, Option<PathBuf>>,
+    /// Words of each file read, by canonical path (`None`: unreadable, kept literal).
+    files: HashMap<PathBuf, Option<Words>>,
+    /// What each file expands to: arguments, bytes, nesting depth below it.
+    sizes: HashMap<PathBuf, (usize, usize, usize)>,
+    /// Bytes of response files read.
+    read: usize,
+    /// The `@file`s being measured, outermost first.
+    chain: Vec<(PathBuf, String)>,
+}
+
+impl Expansion<'_> {
+    fn chain_text(&self, last: &str) -> String {
+        self.chain
+            .iter()
+            .map(|(_, a)| a.as_str())
+            .chain([last])
+            .collect::<Vec<_>>()
+            .join(" -> ")
+    }
+
+    /// `@a`, or `@a (named by @r -> @a)` inside other response files.
+    fn named(&self, a: &str) -> String {
+        if self.chain.is_empty() {
+            a.to_string()
+        } else {
+            format!("{a} ({})", self.chain_text(a))
+        }
+    }
+
+    /// The file an `@file` argument names and its words, or `None` (kept literal).
+    fn file(&mut self, arg: &str) -> Result<Option<(PathBuf, Words)>, String> {
+        let Some(f) = arg.strip_prefix('@') else {
+            return Ok(None);
+        };
+        let key = match self.keys.get(f) {
+            Some(k) => k.clone(),
+            None => {
+                let k = self.cwd.join(f).canonicalize().ok();
+                self.keys.insert(f.to_string(), k.clone());
+                k
+            }
+        };
+        let Some(key) = key else { return Ok(None) };
+        if let Some(w) = self.files.get(&key) {
+            return Ok(w.clone().map(|w| (key, w)));
+        }
+        let words = match sqtt_codeobj::file::open_regular(&key) {
+            Err(_) => None,
+            Ok((file, len)) => {
+                if len > (MAX_RESPONSE_BYTES - self.read) as u64 {
+                    return Err(format!(
+                        "response file {arg} is {len} bytes: response files may hold at most \
+                         {MAX_RESPONSE_BYTES} bytes in total; hipcc was not run"
+                    ));
+                }
+                match sqtt_codeobj::file::read_all(&file, len) {
+                    Err(_) => None,
+                    Ok(bytes) => {
+                        self.read += bytes.len();
+                        let text = String::from_utf8_lossy(&bytes);
                         let words = shell_words::split(&text).unwrap_or_else(|_| {
                             text.split_whitespace().map(String::from).collect()
                         });
-                        go(&words, cwd, depth + 1, out);
-                        continue;
+                        Some(Rc::new(words))
                     }
                 }
             }
-            out.push(a.clone());
+        };
+        self.files.insert(key.clone(), words.clone());
+        Ok(words.map(|w| (key, w)))
+    }
+
+    /// Arguments, bytes and nesting depth `args` expand to (saturating), refusing cycles and
+    /// nesting deeper than the limit.
+    fn measure_words(&mut self, args: &[String]) -> Result<(usize, usize, usize), String> {
+        let (mut n, mut bytes, mut depth) = (0usize, 0usize, 0usize);
+        for a in args {
+            let Some((key, words)) = self.file(a)? else {
+                n = n.saturating_add(1);
+                bytes = bytes.saturating_add(a.len());
+                continue;
+            };
+            if self.chain.iter().any(|(k, _)| *k == key) {
+                return Err(format!(
+                    "response file {a} names itself ({}); hipcc was not run",
+                    self.chain_text(a)
+                ));
+            }
+            let size = match self.sizes.get(&key) {
+                Some(s) => *s,
+                None => {
+                    if self.chain.len() == MAX_RESPONSE_DEPTH {
+                        return Err(format!(
+                            "response files nest more than {MAX_RESPONSE_DEPTH} deep ({}); \
+                             hipcc was not run",
+                            self.chain_text(a)
+                        ));
+                    }
+                    self.chain.push((key.clone(), a.clone()));
+                    let (wn, wb, wd) = self.measure_words(&words)?;
+                    self.chain.pop();
+                    let s = (wn, wb, wd + 1);
+                    self.sizes.insert(key, s);
+                    s
+                }
+            };
+            if self.chain.len() + size.2 > MAX_RESPONSE_DEPTH {
+                return Err(format!(
+                    "response files nest more than {MAX_RESPONSE_DEPTH} deep (from {}); hipcc \
+                     was not run",
+                    self.named(a)
+                ));
+            }
+            if size.0 > MAX_RESPONSE_ARGS || size.1 > MAX_RESPONSE_BYTES {
+                return Err(format!(
+                    "response file {} expands to {} arguments of {} bytes; at most \
+                     {MAX_RESPONSE_ARGS} arguments and {MAX_RESPONSE_BYTES} bytes are accepted; \
+                     hipcc was not run",
+                    self.named(a),
+                    size.0,
+                    size.1
+                ));
+            }
+            n = n.saturating_add(size.0);
+            bytes = bytes.saturating_add(size.1);
+            depth = depth.max(size.2);
+        }
+        Ok((n, bytes, depth))
+    }
+
+    /// Expands what [`Self::measure_words`] accepted.
+    fn expand(&mut self, args: &[String], out: &mut Vec<String>) {
+        for a in args {
+            match self.file(a) {
+                Ok(Some((_, words))) => self.expand(&words, out),
+                _ => out.push(a.clone()),
+            }
         }
     }
-    let mut out = Vec::new();
-    go(args, cwd, 0, &mut out);
-    out
 }
 
 /// Classifies an argument vector (without the program name; `@files` already expanded).
@@ -446,10 +608,98 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("r1"), "-c 'my k.hip' @r2").unwrap();
         std::fs::write(d.path().join("r2"), "-o \"out file.o\"").unwrap();
-        let args = expand_response_files(&["@r1".into(), "@missing".into()], d.path());
+        let args = expand_response_files(&["@r1".into(), "@missing".into()], d.path()).unwrap();
         assert_eq!(args, vec!["-c", "my k.hip", "-o", "out file.o", "@missing"]);
         let c = classify(&args);
         assert_eq!(c.kind, StepKind::Compile);
         assert_eq!(c.output, Some(PathBuf::from("out file.o")));
+    }
+
+    fn write(d: &Path, name: &str, text: &str) {
+        std::fs::write(d.join(name), text).unwrap();
+    }
+
+    fn expand_err(d: &Path, arg: &str) -> String {
+        let start = std::time::Instant::now();
+        let e = expand_response_files(&["-c".into(), arg.into()], d).unwrap_err();
+        assert!(start.elapsed() < std::time::Duration::from_millis(500));
+        e
+    }
+
+    #[test]
+    fn response_files_that_name_themselves_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        // Issue 15: a file naming itself 8 times expanded exponentially for minutes.
+        write(d.path(), "self", &"@self ".repeat(8));
+        assert_eq!(
+            expand_err(d.path(), "@self"),
+            "response file @self names itself (@self -> @self); hipcc was not run"
+        );
+        // Through another file, and through another name of the same file.
+        write(d.path(), "a", "-O2 @b");
+        write(d.path(), "b", "-g @./a");
+        assert_eq!(
+            expand_err(d.path(), "@a"),
+            "response file @./a names itself (@a -> @b -> @./a); hipcc was not run"
+        );
+    }
+
+    #[test]
+    fn exploding_response_files_are_refused_at_once() {
+        let d = tempfile::tempdir().unwrap();
+        // l0 names l1 8 times, ... : 8^9 copies of l9's two arguments.
+        for i in 0..9 {
+            write(
+                d.path(),
+                &format!("l{i}"),
+                &format!("@l{} ", i + 1).repeat(8),
+            );
+        }
+        write(d.path(), "l9", "-DX a.hip");
+        let e = expand_err(d.path(), "@l0");
+        assert!(
+            e.starts_with("response file @l2 (@l0 -> @l1 -> @l2) expands to 4194304 arguments"),
+            "{e}"
+        );
+        assert!(e.contains("at most 1000000 arguments"), "{e}");
+        // Just under the bound is expanded: 8^6 * 2 = 524288 arguments.
+        let args = expand_response_files(&["@l3".into()], d.path()).unwrap();
+        assert_eq!(args.len(), 524_288);
+        // Many arguments given directly and through files add up.
+        let e = expand_response_files(&["@l3".into(), "@l3".into()], d.path()).unwrap_err();
+        assert!(e.contains("expand to 1048576 arguments"), "{e}");
+    }
+
+    #[test]
+    fn response_files_nest_at_most_ten_deep() {
+        let d = tempfile::tempdir().unwrap();
+        for i in 0..11 {
+            write(d.path(), &format!("n{i}"), &format!("-DL{i} @n{}", i + 1));
+        }
+        write(d.path(), "n11", "-c");
+        let e = expand_err(d.path(), "@n0");
+        assert!(
+            e.starts_with("response files nest more than 10 deep"),
+            "{e}"
+        );
+        // Ten deep is fine.
+        let args = expand_response_files(&["@n2".into()], d.path()).unwrap();
+        assert_eq!(args.len(), 10);
+    }
+
+    #[test]
+    fn response_files_are_bounded_in_bytes_and_only_regular_files_are_read() {
+        let d = tempfile::tempdir().unwrap();
+        let f = std::fs::File::create(d.path().join("huge")).unwrap();
+        f.set_len(MAX_RESPONSE_BYTES as u64 + 1).unwrap();
+        let e = expand_err(d.path(), "@huge");
+        assert!(
+            e.starts_with("response file @huge is 67108865 bytes"),
+            "{e}"
+        );
+        // A directory or a device is not expanded: kept as the literal argument for hipcc.
+        std::fs::create_dir(d.path().join("dir")).unwrap();
+        let args = expand_response_files(&["@dir".into(), "@/dev/zero".into()], d.path());
+        assert_eq!(args.unwrap(), vec!["@dir", "@/dev/zero"]);
     }
 }

@@ -242,9 +242,8 @@ pub struct PluginInfo {
 pub fn plugin_info(path: &Path) -> Result<PluginInfo, Fail> {
     let read_err =
         |e: std::io::Error| Fail::usage(format!("cannot read the plugin {}: {e}", path.display()));
-    let f = std::fs::File::open(path).map_err(read_err)?;
-    // SAFETY: read-only map; every access below is bounds checked by the object crate.
-    let data = unsafe { memmap2::Mmap::map(&f) }.map_err(read_err)?;
+    // Read, never mapped: a plugin rewritten meanwhile gives an error, never SIGBUS.
+    let data = sqtt_codeobj::file::read_regular(path, 1 << 30, "the plugin").map_err(read_err)?;
     let file = object::File::parse(&*data).map_err(|e| {
         Fail::usage(format!(
             "the plugin {} is not a shared object: {e}",

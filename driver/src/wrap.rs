@@ -142,7 +142,7 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
     let cwd = std::env::current_dir()
         .map_err(|e| Fail::usage(format!("cannot read the working directory: {e}")))?;
     // Classification comes first: it decides how much of the rest happens at all.
-    let cls = classify(&expand_response_files(&args, &cwd));
+    let cls = classify(&expand_response_files(&args, &cwd).map_err(Fail::usage)?);
     let verbose_env = env_string(sqtt_config::var::VERBOSE)
         .is_some_and(|v| !v.is_empty() && v != "0" && v != "false" && v != "off");
     match cls.kind {
@@ -178,6 +178,9 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
         }
         StepKind::Compile | StepKind::Link => {
             let settings = load_settings(&own, &cwd)?;
+            for w in settings.warnings() {
+                eprintln!("sqtt-hipcc: warning: {w}");
+            }
             let verbose = own.verbose || settings.verbose || verbose_env;
             let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;
             let instrument = settings.enabled && cls.kind == StepKind::Compile;

@@ -154,7 +154,9 @@ impl Funcmap {
     pub fn parse_str(text: &str) -> Result<Funcmap, ParseError> {
         let mut map = Funcmap::default();
         for (i, raw) in text.split('\n').enumerate() {
-            let row = raw.strip_suffix('\r').unwrap_or(raw);
+            // CRLF endings are accepted, so a row never ends in `\r` (all of them are dropped:
+            // a name cannot end in one, which keeps printing and parsing a round trip).
+            let row = raw.trim_end_matches('\r');
             if row.trim().is_empty() {
                 continue;
             }
@@ -385,6 +387,11 @@ impl fmt::Display for Funcmap {
                 "M:shader_clock_bits={};shader_clock_shift={}",
                 l.shader_clock_bits, l.shader_clock_shift
             ));
+        }
+        // A malformed `M:` row is kept as it was: dropping it would turn a funcmap whose encoding
+        // is unknown into one that claims the legacy encoding.
+        if let Some(t) = &self.malformed_layout {
+            rows.push(format!("M:{t}"));
         }
         if let Some(w) = self.wave_size {
             rows.push(format!("W:{w}"));

@@ -225,3 +225,24 @@ fn concatenated_sections_are_read_together_and_collide() {
         ValidationError::DuplicateId { id: 1, .. }
     ));
 }
+
+/// Printing a parsed funcmap and parsing it again gives the same funcmap (issue 15): malformed
+/// `M:` rows were dropped on print, and a name ending in `\r` (from `\r\r\n`) lost it.
+#[test]
+fn print_then_parse_is_a_round_trip() {
+    for text in [
+        "M:shader_clock_bits=x\nK:k@a.hip:1\n",
+        "M:garbage\nM:shader_clock_bits=12;shader_clock_shift=4\nW:32\nU:1:u\n",
+        "K:name\r\r\nF:1:f@a.hip:2\r\r\r\nU:2:user\r\n",
+        "W:64\nK:_Z1kv@k.hip:10\nF:1:_Z1fv@k.hip:3\nP:4:barrier\nR:4:extra_payload_count=2\n",
+    ] {
+        let a = Funcmap::parse_str(text).unwrap();
+        let printed = a.to_string();
+        let b = Funcmap::parse_str(&printed).unwrap();
+        assert_eq!(a, b, "{text:?} printed as {printed:?}");
+    }
+    let m = Funcmap::parse_str("M:garbage\nK:k\n").unwrap();
+    assert!(m.to_string().starts_with("M:garbage\n"), "{m}");
+    let k = Funcmap::parse_str("K:name\r\r\n").unwrap();
+    assert_eq!(k.entries[0].name, "name");
+}

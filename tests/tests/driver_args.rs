@@ -486,7 +486,26 @@ fn bad_settings_stop_before_hipcc() {
             Some("instrument_barriers = \"yes please\"\n"),
             &["instrument_barriers"],
         ),
-        (&[], Some("[scope\ncu = 1\n"), &["sqtt.toml"]),
+        (
+            &[],
+            Some("[scope\ncu = 1\n"),
+            &["sqtt.toml", "at line 1, column 7"],
+        ),
+        // A conflict made by the file names its keys, not the variables.
+        (
+            &[],
+            Some("trace_addresses = \"memory\"\ninstrument_memory = \"2:5\"\n"),
+            &[
+                "`trace_addresses = memory` in",
+                "`instrument_memory = 2:5` in",
+                "cannot be combined",
+            ],
+        ),
+        (
+            &[],
+            Some("hipcc = \"\"\n"),
+            &["key `hipcc`", "remove the key for the default"],
+        ),
     ];
     for (env, toml, words) in cases {
         let _ = std::fs::remove_file(fx.path().join("sqtt.toml"));
@@ -630,4 +649,22 @@ fn installed_layout_finds_the_plugin_in_lib() {
         argv.contains(&format!("-fpass-plugin={}", so.display())),
         "{argv:?}"
     );
+}
+
+/// `SQTT_SCOPE_CU=0` is accepted (the build runs) but warns that no marker can be emitted.
+#[test]
+fn a_zero_scope_mask_warns_and_builds() {
+    let fx = Fx::new();
+    let o = fx.run(&["-c", "k.hip", "-o", "k.o"], &[("SQTT_SCOPE_CU", "0")]);
+    let e = stderr(&o);
+    assert!(
+        e.contains(
+            "sqtt-hipcc: warning: SQTT_SCOPE_CU (`scope.cu`) is 0: it selects no cu, so no \
+             marker can ever be emitted"
+        ),
+        "{e}"
+    );
+    assert!(recorded_argv(fx.path()).is_some(), "hipcc did not run: {e}");
+    let o = fx.run(&["-c", "k.hip", "-o", "k.o"], &[]);
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
 }

@@ -87,16 +87,21 @@ fn parse_gc(s: &str) -> Result<GcVersion, String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineList(pub Vec<usize>);
 
+/// Engine numbers separated by commas (spaces around them ignored, an engine named twice
+/// counts once); an empty list or an empty item is refused.
 fn parse_engine_list(s: &str) -> Result<EngineList, String> {
     s.split(',')
-        .filter(|x| !x.is_empty())
         .map(|x| {
             x.trim()
                 .parse::<usize>()
                 .map_err(|_| format!("{x:?}: expected engine numbers such as 2,5"))
         })
         .collect::<Result<Vec<_>, _>>()
-        .map(EngineList)
+        .map(|mut v| {
+            v.sort_unstable();
+            v.dedup();
+            EngineList(v)
+        })
 }
 
 /// The GPU: a built-in part, each field of its shape overridable.
@@ -154,6 +159,22 @@ impl GpuArgs {
             }
             s.gpu.clock_hz = hz;
         }
+        if let Some(h) = &self.harvest {
+            let n = s.gpu.engines();
+            if let Some(e) = h.0.iter().find(|e| **e >= n) {
+                return Err(usage(format!(
+                    "--harvest {e}: the GPU has engines 0 to {} (engines per die times dies)",
+                    n - 1
+                )));
+            }
+            if h.0.len() >= n {
+                return Err(usage(format!(
+                    "--harvest: all {n} engines would be harvested, so no work-group processor \
+                     would run work; name at most {} engines",
+                    n - 1
+                )));
+            }
+        }
         Ok(s)
     }
 
@@ -185,8 +206,53 @@ impl GpuArgs {
     }
 }
 
+/// The largest raw thread trace read (it is read whole).
+const MAX_TRACE_BYTES: u64 = 16 << 30;
+
+/// Reads a raw thread trace: only a regular file (a FIFO, a directory or a device is refused
+/// with what it is, before it is opened, so nothing blocks), no further than its size when
+/// opened, and at most [`MAX_TRACE_BYTES`].
 fn read_trace(path: &PathBuf) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+    let ctx = || format!("reading {}", path.display());
+    let meta = std::fs::metadata(path).with_context(ctx)?;
+    let ft = meta.file_type();
+    let what = if ft.is_file() {
+        None
+    } else if ft.is_dir() {
+        Some("a directory")
+    } else if ft.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if ft.is_char_device() || ft.is_block_device() {
+        Some("a device")
+    } else {
+        Some("not a regular file")
+    };
+    if let Some(what) = what {
+        anyhow::bail!("{}: it is {what}, not a regular file", path.display());
+    }
+    // Files of /proc and /sys say they are regular, with a size that is not their contents.
+    if let Ok(real) = path.canonicalize() {
+        if real.starts_with("/proc") || real.starts_with("/sys") {
+            anyhow::bail!(
+                "{}: it is a file of the /proc or /sys pseudo file system, not a regular file",
+                path.display()
+            );
+        }
+    }
+    if meta.len() > MAX_TRACE_BYTES {
+        anyhow::bail!(
+            "{}: it is {} bytes; a thread trace may have at most {MAX_TRACE_BYTES} bytes",
+            path.display(),
+            meta.len()
+        );
+    }
+    let mut data = Vec::with_capacity(meta.len() as usize);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(meta.len()).read_to_end(&mut data))
+        .with_context(ctx)?;
+    Ok(data)
 }
 
 /// Warns when an RDNA file's header names another layout than the GPU's.
@@ -440,5 +506,42 @@ mod tests {
         assert!(parse_size("").is_err());
         assert!(parse_size("12Q").is_err());
         assert!(parse_size("99999999999999999999G").is_err());
+    }
+
+    fn gpu(harvest: &str) -> Result<Shape> {
+        GpuArgs {
+            gpu: "gfx90a".into(),
+            gc: None,
+            engines: None,
+            dies: None,
+            arrays: None,
+            wgps: None,
+            clock_hz: None,
+            harvest: Some(parse_engine_list(harvest).map_err(anyhow::Error::msg)?),
+        }
+        .shape()
+    }
+
+    /// `--harvest`: spaces ignored, duplicates count once, empty items and out-of-range engines
+    /// refused, and harvesting every engine (no work could run) refused as a usage error.
+    #[test]
+    fn harvest_lists_are_checked_when_given() {
+        assert_eq!(parse_engine_list(" 2, 5,2"), Ok(EngineList(vec![2, 5])));
+        for bad in ["", "1,,2", "x", "-1", "18446744073709551616"] {
+            assert!(parse_engine_list(bad).is_err(), "{bad:?}");
+        }
+        let engines = builtin("gfx90a").unwrap().gpu.engines();
+        assert!(gpu("0").is_ok());
+        let e = gpu(&engines.to_string()).unwrap_err();
+        assert_eq!(exit_code(&e), 2);
+        assert!(e
+            .to_string()
+            .starts_with(&format!("--harvest {engines}: the GPU has engines 0 to")));
+        let all: Vec<String> = (0..engines).map(|e| e.to_string()).collect();
+        let e = gpu(&all.join(",")).unwrap_err();
+        assert_eq!(exit_code(&e), 2);
+        assert!(e.to_string().contains("would be harvested"), "{e}");
+        // All but one is fine.
+        assert!(gpu(&all[1..].join(",")).is_ok());
     }
 }

@@ -25,20 +25,24 @@ impl Totals {
         self.run.add(s);
     }
 
-    /// An error when nothing could be read at all.
-    fn check(&self, root: &Path) -> Result<(), Error> {
+    /// An error when nothing could be read at all, saying why each file failed.
+    fn check(&self, root: &Path, trace: &Trace) -> Result<(), Error> {
+        let mut why: Vec<String> = trace.dir.warnings.clone();
+        why.extend(trace.file_errors.iter().cloned());
+        let why: String = why.iter().map(|w| format!("\n  {w}")).collect();
         if self.run.records == 0 && self.run.files_bad > 0 {
             return Err(Error::Unusable(format!(
-                "{}: none of the {} shaderdata files could be read",
+                "{}: none of the {} shaderdata files could be read:{why}",
                 root.display(),
                 self.run.files_bad
             )));
         }
         if self.run.records == 0 && self.run.files_ok == 0 {
             return Err(Error::Unusable(format!(
-                "{}: no shaderdata_*.json files in {} ui directories",
+                "{}: no shaderdata_*.json files in {} ui directories{}{why}",
                 root.display(),
-                self.ui_dirs
+                self.ui_dirs,
+                if why.is_empty() { "" } else { ":" }
             )));
         }
         Ok(())
@@ -73,7 +77,7 @@ pub fn flamegraph(
         totals.add(&st);
     }
     progress.finish();
-    totals.check(dir)?;
+    totals.check(dir, &trace)?;
     let mut diag = trace.diag;
     fg.report(&mut diag);
     Ok(FlamegraphOutput {
@@ -129,7 +133,7 @@ pub fn perfetto(
         files.push(path);
     }
     progress.finish();
-    totals.check(dir)?;
+    totals.check(dir, &trace)?;
     for f in pending {
         let path = f.target().to_path_buf();
         f.commit().map_err(|e| Error::io(&path, e))?;
@@ -165,7 +169,7 @@ pub fn stats(
         totals.add(&st);
     }
     progress.finish();
-    totals.check(dir)?;
+    totals.check(dir, &trace)?;
     Ok(StatsOutput {
         report: sink.report(&names, clock_ghz),
         diag: trace.diag,
@@ -201,7 +205,7 @@ pub fn memory<W: Write>(
         totals.add(&st);
     }
     progress.finish();
-    totals.check(dir)?;
+    totals.check(dir, &trace)?;
     let diag = trace.diag;
     let warnings: Vec<String> = diag.to_string().lines().map(str::to_string).collect();
     let blocks = report.blocks;

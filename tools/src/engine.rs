@@ -227,6 +227,8 @@ impl RunStats {
 /// What is shared by the ui directories of one trace directory.
 pub struct Trace {
     pub dir: TraceDir,
+    /// Why each shaderdata file that could not be read failed, in reading order.
+    pub file_errors: Vec<String>,
     files: std::collections::BTreeMap<std::path::PathBuf, Funcmap>,
     /// The funcmaps of `--code-object` files, with their sources.
     extra: Vec<(Funcmap, String)>,
@@ -257,6 +259,7 @@ impl Trace {
         let files = dir.read_code_objects(&mut diag);
         Ok(Trace {
             dir,
+            file_errors: Vec::new(),
             files,
             extra,
             diag,
@@ -316,6 +319,7 @@ impl Trace {
             cache: Box::new([(0, 0); SLOT_CACHE]),
             stats: RunStats::default(),
             first_unread: None,
+            file_errors: Vec::new(),
         };
         if packed {
             engine.pass::<_, true>(
@@ -330,6 +334,7 @@ impl Trace {
             tables.settle_domains(&mut self.diag);
         }
         engine.pass::<_, false>(ui, &mut tables, names, sink, progress, &mut self.diag)?;
+        self.file_errors.append(&mut engine.file_errors);
         Ok(engine.stats)
     }
 }
@@ -786,6 +791,8 @@ struct Engine {
     stats: RunStats,
     /// The dispatch of the first record not read for want of a code object.
     first_unread: Option<Option<u64>>,
+    /// Why each shaderdata file of the last pass failed.
+    file_errors: Vec<String>,
 }
 
 const SLOT_CACHE: usize = 1024;
@@ -845,11 +852,15 @@ impl Engine {
                 order.flush(|r| feed(prev, r));
             }
             cur_se = Some(se);
-            let file = match std::fs::File::open(path) {
+            let file = match crate::input::open_input(
+                path,
+                crate::input::MAX_STREAMED_JSON,
+                "a shaderdata file",
+            ) {
                 Ok(f) => f,
                 Err(e) => {
                     counts.files_bad += 1;
-                    file_errors.push(Error::io(path, e).to_string());
+                    file_errors.push(e.to_string());
                     continue;
                 }
             };
@@ -887,9 +898,10 @@ impl Engine {
         self.stats.files_ok += counts.files_ok;
         self.stats.files_bad += counts.files_bad;
         self.stats.records += counts.records;
-        for e in file_errors {
-            local.warn(kind::BAD_FILE, || e);
+        for e in &file_errors {
+            local.warn(kind::BAD_FILE, || e.clone());
         }
+        self.file_errors = file_errors;
         local.warn_n(kind::OUT_OF_ORDER, order.moved, || {
             order.first_moved.clone()
         });

@@ -94,6 +94,47 @@ fn common_depth(a: &Path, b: &Path) -> usize {
         .count()
 }
 
+/// The largest `filenames.json` read (it is parsed whole).
+pub const MAX_FILENAMES_JSON: u64 = 64 << 20;
+/// The largest `code.json` read (streamed; only its funcmap rows are kept).
+pub const MAX_CODE_JSON: u64 = 16 << 30;
+/// The largest `shaderdata_*.json` or `occupancy.json` read (streamed).
+pub const MAX_STREAMED_JSON: u64 = 1 << 40;
+
+/// Opens an input file: only a regular file (a FIFO, a directory, a device or a `/proc` file is
+/// an error saying what it is, and nothing blocks), read no further than its size when opened,
+/// and at most `max` bytes (`what` names the kind of file in that message).
+pub fn open_input(path: &Path, max: u64, what: &str) -> Result<std::io::Take<File>, Error> {
+    use std::io::Read;
+    let (file, len) = sqtt_codeobj::file::open_regular(path).map_err(|e| Error::io(path, e))?;
+    if len > max {
+        return Err(Error::Malformed {
+            path: path.to_path_buf(),
+            reason: format!("it is {len} bytes; {what} may have at most {max} bytes"),
+        });
+    }
+    Ok(file.take(len))
+}
+
+/// What a path that is not a directory is, for a message.
+fn what_is(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let ft = meta.file_type();
+    if ft.is_file() {
+        "a regular file"
+    } else if ft.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else if ft.is_socket() {
+        "a socket"
+    } else {
+        "not a directory"
+    }
+}
+
 impl TraceDir {
     /// Finds the ui directories and code objects under `root`, at any depth up to a few levels
     /// (`DIR/<host>/<pid>/...`), whatever the ui directories are named. `root` may also be one
@@ -103,7 +144,10 @@ impl TraceDir {
         if !meta.is_dir() {
             return Err(Error::Malformed {
                 path: root.to_path_buf(),
-                reason: "not a directory".into(),
+                reason: format!(
+                    "it is {}, not a directory: give the rocprofv3 --att output directory",
+                    what_is(&meta)
+                ),
             });
         }
         let mut ui_paths = Vec::new();
@@ -254,7 +298,7 @@ impl UiDir {
         let mut listed: Option<Vec<(u32, PathBuf)>> = None;
         let mut warning = None;
         let fj: Option<FilenamesJson> = if fpath.is_file() {
-            match File::open(&fpath)
+            match open_input(&fpath, MAX_FILENAMES_JSON, "filenames.json")
                 .map_err(|e| e.to_string())
                 .and_then(|f| serde_json::from_reader(BufReader::new(f)).map_err(|e| e.to_string()))
             {
@@ -293,8 +337,8 @@ impl UiDir {
                             serde_json::Value::String(s) => (Some(s.as_str()), None),
                             _ => (None, None),
                         };
-                        if let Some(fname) = fname {
-                            chunks.push((begin.unwrap_or(0), i, resolve(path, fname)));
+                        if let Some(p) = fname.and_then(|f| resolve(path, f)) {
+                            chunks.push((begin.unwrap_or(0), i, p));
                         }
                     }
                     // Chunks in time order whatever order they are listed in.
@@ -374,14 +418,23 @@ impl UiDir {
     }
 }
 
-fn resolve(dir: &Path, fname: &str) -> PathBuf {
-    let p = dir.join(fname);
-    if p.exists() {
-        return p;
+/// The file a name listed in `filenames.json` means, always inside `dir`: a relative name of
+/// plain components as it is when that file exists, else (an absolute name, one with `..`, or a
+/// file not found there) its last component in `dir`. `None` when the name has no usable last
+/// component (`..`, `/`, empty).
+fn resolve(dir: &Path, fname: &str) -> Option<PathBuf> {
+    use std::path::Component;
+    let name = Path::new(fname);
+    let plain = !fname.is_empty() && name.components().all(|c| matches!(c, Component::Normal(_)));
+    if plain {
+        let p = dir.join(name);
+        if p.exists() {
+            return Some(p);
+        }
     }
-    match Path::new(fname).file_name() {
-        Some(base) => dir.join(base),
-        None => p,
+    match name.components().next_back() {
+        Some(Component::Normal(base)) => Some(dir.join(base)),
+        _ => None,
     }
 }
 
@@ -413,7 +466,7 @@ pub fn read_code_json(path: &Path, diag: &mut Diagnostics) -> BTreeMap<u64, Func
     if !path.is_file() {
         return out;
     }
-    let cj: CodeJson = match File::open(path)
+    let cj: CodeJson = match open_input(path, MAX_CODE_JSON, "code.json")
         .map_err(|e| e.to_string())
         .and_then(|f| serde_json::from_reader(BufReader::new(f)).map_err(|e| e.to_string()))
     {
@@ -570,7 +623,7 @@ fn dispatch_events(v: &serde_json::Value, out: &mut BTreeMap<u64, u64>) {
 impl Occupancy {
     /// Reads `occupancy.json` (streamed; rows are not kept as JSON values).
     pub fn read(path: &Path) -> Result<Occupancy, Error> {
-        let f = File::open(path).map_err(|e| Error::io(path, e))?;
+        let f = open_input(path, MAX_STREAMED_JSON, "occupancy.json")?;
         let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 20, f));
         let mut rows: FxHashMap<u64, Vec<(u64, bool, u64)>> = FxHashMap::default();
         let mut dispatches = BTreeMap::new();

@@ -138,12 +138,21 @@ struct MemoryArgs {
     access_size: u64,
 }
 
+/// The shader clocks `--clock-rate-ghz` accepts, in GHz: a GPU's clock, not a typo.
+const GHZ_RANGE: std::ops::RangeInclusive<f64> = 0.01..=10.0;
+
 fn parse_ghz(s: &str) -> Result<f64, String> {
-    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
-    if v.is_finite() && v > 0.0 {
+    let v: f64 = s.trim().parse().map_err(|_| {
+        format!("{s:?} is not a number; expected the shader clock in GHz, e.g. 2.1")
+    })?;
+    if v.is_finite() && v > 0.0 && GHZ_RANGE.contains(&v) {
         Ok(v)
     } else {
-        Err("the clock rate must be a positive number of GHz".into())
+        Err(format!(
+            "the clock rate must be a positive number of GHz from {} to {} (e.g. 2.1)",
+            GHZ_RANGE.start(),
+            GHZ_RANGE.end()
+        ))
     }
 }
 

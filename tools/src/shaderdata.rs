@@ -5,7 +5,6 @@
 //! not grow with the file.
 
 use std::fmt;
-use std::fs::File;
 use std::io::BufReader;
 use std::io::Read;
 use std::path::Path;
@@ -84,7 +83,8 @@ pub struct ReadStats {
 /// before the fault have been handed over; `ReadStats` of the good part is then in the error's
 /// `records` field.
 pub fn read_file<F: FnMut(&Record)>(path: &Path, f: F) -> Result<ReadStats, Error> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file =
+        crate::input::open_input(path, crate::input::MAX_STREAMED_JSON, "a shaderdata file")?;
     let reader = BufReader::with_capacity(1 << 20, file);
     read_from(reader, path, f)
 }

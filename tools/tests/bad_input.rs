@@ -272,3 +272,198 @@ fn random_records_never_panic() {
     };
     commands::flamegraph(dir.path(), &raw, &NoProgress).unwrap();
 }
+
+fn mkfifo(p: &Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(p)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mkfifo {}", p.display());
+}
+
+fn shaderdata_files(ui: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(ui)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("shaderdata_")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// When nothing can be read, the error says why each file failed (issue 15), not just a count.
+#[test]
+fn unusable_trace_says_why_each_file_failed() {
+    let (dir, _) = setup();
+    let mut all = Vec::new();
+    for ui in [UI1, UI2] {
+        let files = shaderdata_files(&dir.path().join(ui));
+        for (i, p) in files.iter().enumerate() {
+            if i == 0 {
+                // A FIFO nobody writes to: refused before it is opened for reading.
+                std::fs::remove_file(p).unwrap();
+                mkfifo(p);
+            } else {
+                std::fs::write(p, b"{\"records\": [[1,2,").unwrap();
+            }
+        }
+        all.extend(files);
+    }
+    match commands::flamegraph(dir.path(), &Options::default(), &NoProgress) {
+        Err(Error::Unusable(m)) => {
+            assert!(m.contains(&format!("none of the {} shaderdata files", all.len())));
+            for (i, p) in all.iter().enumerate() {
+                let line = m
+                    .lines()
+                    .find(|l| l.trim_start().starts_with(&p.display().to_string()))
+                    .unwrap_or_else(|| panic!("{} not named in {m}", p.display()));
+                let first_of_ui = i == 0 || p.parent() != all[i - 1].parent();
+                if first_of_ui {
+                    assert!(line.ends_with("it is a FIFO (named pipe), not a regular file"));
+                } else {
+                    assert!(line.contains("malformed JSON after 0 records"), "{line}");
+                }
+            }
+        }
+        Err(e) => panic!("wrong error {e}"),
+        Ok(_) => panic!("no error"),
+    }
+}
+
+/// A FIFO, /dev/zero or a regular file given as the trace directory is named with what it is.
+#[test]
+fn a_trace_dir_that_is_not_a_directory_says_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let file = dir.path().join("file.json");
+    std::fs::write(&file, b"{}").unwrap();
+    for (p, what) in [
+        (fifo.as_path(), "a FIFO (named pipe)"),
+        (Path::new("/dev/zero"), "a character device"),
+        (file.as_path(), "a regular file"),
+    ] {
+        match commands::flamegraph(p, &Options::default(), &NoProgress) {
+            Err(e) => assert_eq!(
+                e.to_string(),
+                format!(
+                    "{}: it is {what}, not a directory: give the rocprofv3 --att output directory",
+                    p.display()
+                )
+            ),
+            Ok(_) => panic!("no error"),
+        }
+    }
+}
+
+/// Names in filenames.json that lead outside the ui directory (`..`, absolute paths) are taken
+/// by their last component inside it, so a listing never makes the tools read elsewhere.
+#[test]
+fn filenames_json_paths_stay_inside_the_ui_directory() {
+    let (dir, truth) = setup();
+    let ui = dir.path().join(UI1);
+    let fj = ui.join("filenames.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&fj).unwrap()).unwrap();
+    // Decoys outside the trace directory, holding garbage: read, they would be bad files.
+    let decoys = tempfile::tempdir().unwrap();
+    let outside = decoys.path();
+    let up = format!("../../{}", outside.file_name().unwrap().to_string_lossy());
+    let mut n = 0;
+    for files in v["shaderdata_filenames"]
+        .as_object_mut()
+        .unwrap()
+        .values_mut()
+    {
+        for f in files.as_array_mut().unwrap() {
+            let name = f[0].as_str().unwrap().to_string();
+            std::fs::write(outside.join(&name), b"garbage").unwrap();
+            f[0] = Value::String(if n % 2 == 0 {
+                format!("{up}/{name}")
+            } else {
+                outside.join(&name).display().to_string()
+            });
+            n += 1;
+        }
+    }
+    assert!(n > 1);
+    std::fs::write(&fj, v.to_string()).unwrap();
+    let td = sqtt_tools::input::TraceDir::open(dir.path()).unwrap();
+    for u in &td.ui_dirs {
+        for (_, p) in &u.shaderdata {
+            assert_eq!(p.parent().unwrap(), u.path, "{} escapes", p.display());
+        }
+    }
+    let r = commands::flamegraph(dir.path(), &Options::default(), &NoProgress).unwrap();
+    assert_eq!(r.diag.count(kind::BAD_FILE), 0, "{}", r.diag);
+    let got: std::collections::BTreeMap<String, u64> = r.folded.into_iter().collect();
+    assert_eq!(got, truth.folded);
+}
+
+/// A filenames.json above its size bound is a warning naming the bound (the files are then
+/// found by name); it is not read.
+#[test]
+fn oversized_filenames_json_is_refused_with_the_bound() {
+    let (dir, truth) = setup();
+    let fj = dir.path().join(UI1).join("filenames.json");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&fj)
+        .unwrap()
+        .set_len(sqtt_tools::input::MAX_FILENAMES_JSON + 1)
+        .unwrap();
+    let r = commands::flamegraph(dir.path(), &Options::default(), &NoProgress).unwrap();
+    let msg = r.diag.to_string();
+    assert!(
+        msg.contains("it is 67108865 bytes; filenames.json may have at most 67108864 bytes"),
+        "{msg}"
+    );
+    let got: std::collections::BTreeMap<String, u64> = r.folded.into_iter().collect();
+    assert_eq!(got, truth.folded);
+}
+
+/// `sqtt waves` (and `clock`, `thread-trace`, which read the same way) refuse a raw trace file
+/// that is a FIFO, a device, a /proc file or a directory at once, naming it and what it is.
+#[test]
+fn raw_trace_inputs_must_be_regular_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("se0.att");
+    mkfifo(&fifo);
+    for (p, what) in [
+        (
+            fifo.as_path(),
+            "it is a FIFO (named pipe), not a regular file",
+        ),
+        (Path::new("/dev/zero"), "it is a device, not a regular file"),
+        (
+            Path::new("/proc/self/maps"),
+            "it is a file of the /proc or /sys pseudo file system, not a regular file",
+        ),
+        (dir.path(), "it is a directory, not a regular file"),
+    ] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sqtt"))
+            .args(["waves", "--gpu", "gfx90a"])
+            .arg(p)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > std::time::Duration::from_secs(10) {
+                child.kill().unwrap();
+                panic!("sqtt waves {} blocked", p.display());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(&format!("{}: {what}", p.display())), "{err}");
+    }
+}

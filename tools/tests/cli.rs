@@ -309,7 +309,8 @@ fn stats_text_csv_and_json() {
         .collect();
     assert!(totals.windows(2).all(|w| w[0] >= w[1]));
 
-    for bad in ["-1", "0", "fast"] {
+    // Absurd clock rates are refused too (accepted: 0.01 to 10 GHz).
+    for bad in ["-1", "0", "fast", "1e300", "0.001", "11", "inf", "nan"] {
         let o = sqtt(&["stats", s(dir.path()), "--clock-rate-ghz", bad]);
         assert_eq!(o.status.code(), Some(2));
         let err = String::from_utf8_lossy(&o.stderr).into_owned();

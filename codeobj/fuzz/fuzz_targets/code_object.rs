@@ -1,0 +1,19 @@
+//! The code-object reader on arbitrary bytes (ELF hosts and code objects, archives, plain and
+//! compressed bundles, bitcode): an error or code objects, never a panic; every code object's
+//! funcmap state renders, and its table prints.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(cos) = sqtt_codeobj::read_bytes(data, "fuzz") {
+        for co in &cos {
+            let _ = co.funcmap.problem_texts();
+            let _ = co.funcmap.status();
+            let _ = sqtt_codeobj::table::render_code_object("fuzz", co, true);
+            assert!(co.size as usize <= data.len().max(co.size as usize));
+        }
+    }
+    // The bytes as a section of their own.
+    let _ = sqtt_codeobj::parse_funcmap_section(data).problem_texts();
+});

@@ -1,0 +1,46 @@
+//! The whole trace-directory pipeline on arbitrary files: the input is split at NUL bytes into
+//! `filenames.json`, `shaderdata_0_0.json`, `occupancy.json` and `code.json` of one ui directory,
+//! then `sqtt stats` and `sqtt memory` run over it: a result or an error, never a panic.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use sqtt_tools::diag::NoProgress;
+use sqtt_tools::engine::Options;
+
+fn dir() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = std::env::temp_dir().join(format!("sqtt-fuzz-trace-{}", std::process::id()));
+        std::fs::create_dir_all(d.join("ui_output_fuzz")).unwrap();
+        d
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let root = dir();
+    let ui = root.join("ui_output_fuzz");
+    let names = [
+        "filenames.json",
+        "shaderdata_0_0.json",
+        "occupancy.json",
+        "code.json",
+    ];
+    let mut parts = data.split(|b| *b == 0).collect::<Vec<_>>().into_iter();
+    for name in names {
+        let _ = std::fs::remove_file(ui.join(name));
+        if let Some(p) = parts.next() {
+            std::fs::write(ui.join(name), p).unwrap();
+        }
+    }
+    let _ = sqtt_tools::commands::stats(root, Some(2.0), &Options::default(), &NoProgress);
+    let _ = sqtt_tools::commands::memory(
+        root,
+        Some(Vec::<u8>::new()),
+        4,
+        &Options::default(),
+        &NoProgress,
+    );
+});
