@@ -498,7 +498,7 @@ fn bad_settings_stop_before_hipcc() {
             &[
                 "`trace_addresses = memory` in",
                 "`instrument_memory = 2:5` in",
-                "cannot be combined",
+                "are mutually exclusive",
             ],
         ),
         (
