@@ -283,12 +283,13 @@ fn check_llvm_major(plugin: &Path, hipcc: &Path) -> Result<(), Fail> {
             .unwrap_or_default();
         return Err(Fail::usage(format!(
             "the plugin {} was built for LLVM {plugin_major}, but {}{via} uses clang {clang_major}: \
-             clang would crash loading it. Build the plugin for LLVM {clang_major} (`{}`) and \
-             unset SQTT_PLUGIN or point it at that build, or use a hipcc on clang {plugin_major} \
-             (HIP_CLANG_PATH)",
+             clang would crash loading it. Build the plugin for LLVM {clang_major} (`{}`, cargo \
+             feature {}) and unset SQTT_PLUGIN or point it at that build, or use a hipcc on \
+             clang {plugin_major} (HIP_CLANG_PATH)",
             plugin.display(),
             hipcc.display(),
-            locate::plugin_build_command(clang_major)
+            locate::plugin_build_command(clang_major),
+            locate::plugin_feature(clang_major)
         )));
     }
     Ok(())

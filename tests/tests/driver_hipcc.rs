@@ -407,7 +407,9 @@ fn plugin_for_another_llvm_than_hipccs_clang_is_refused() {
         "{e}"
     );
     assert!(
-        e.contains("llvm16-0") && e.contains("HIP_CLANG_PATH="),
+        e.contains("./install.sh --llvm 16")
+            && e.contains("llvm16-0")
+            && e.contains("HIP_CLANG_PATH="),
         "{e}"
     );
     assert!(!d.path().join("k.o").exists());
