@@ -9,7 +9,7 @@ use std::process::Command;
 use sqtt_codeobj::FuncmapState;
 use sqtt_config::Settings;
 
-use crate::args::{classify, expand_response_files, StepKind};
+use crate::args::{classify, expand_response_files, Classified, StepKind};
 use crate::locate::{self, DEPTH_VAR};
 use crate::Fail;
 
@@ -157,20 +157,35 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
                     .map(PathBuf::from)
             });
             let hipcc = locate::find_hipcc(configured.as_deref(), &getenv)?;
-            let verbose = own.verbose || verbose_env || settings.is_some_and(|s| s.verbose);
+            let verbose =
+                own.verbose || verbose_env || settings.as_ref().is_some_and(|s| s.verbose);
+            // Preprocessing (-E, -M, -MM; ccache's preprocessor mode) sees what the compile
+            // sees: the markers include directory and SQTT_ENABLED. hipcc's output is
+            // otherwise its own.
+            let mut extra: Vec<String> = Vec::new();
+            if cls.kind == StepKind::Preprocess {
+                extra.push(format!(
+                    "-I{}",
+                    locate::markers_include_dir(&getenv)?.display()
+                ));
+                if settings.as_ref().is_some_and(|s| s.enabled) {
+                    extra.push("-DSQTT_ENABLED=1".into());
+                }
+            }
             let mut cmd = Command::new(&hipcc);
-            cmd.args(&args).env(DEPTH_VAR, "1");
+            cmd.args(&args).args(&extra).env(DEPTH_VAR, "1");
             if verbose {
+                let all: Vec<String> = args.iter().chain(&extra).cloned().collect();
                 eprintln!(
                     "sqtt-hipcc: {:?} step, running {}",
                     cls.kind,
-                    show(&hipcc, &args)
+                    show(&hipcc, &all)
                 );
             }
             if cls.version {
                 let status = run(&mut cmd, &hipcc)?;
                 if status.success() {
-                    print_plugin_identity(&hipcc);
+                    print_plugin_identity(&hipcc, settings.as_ref(), config_file(&own, &cwd));
                 }
                 return Ok(exit_code(status));
             }
@@ -180,11 +195,14 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
             let settings = load_settings(&own, &cwd)?;
             let verbose = own.verbose || settings.verbose || verbose_env;
             let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;
-            let instrument = settings.enabled && cls.kind == StepKind::Compile;
+            // A host-only compile has no device code: the plugin flag would only draw
+            // "argument unused" (an error under -Werror).
+            let instrument = settings.enabled && cls.kind == StepKind::Compile && !cls.host_only;
             // -fgpu-rdc: compiles leave IDs and the funcmap to the device link, where the
             // plugin runs once over every translation unit (loaded into lld).
             let rdc_link = settings.enabled && cls.rdc && cls.links();
             let mut extra: Vec<String> = Vec::new();
+            let mut plugin_used: Option<PathBuf> = None;
             if instrument || rdc_link {
                 // An explicit SQTT_PLUGIN is checked before hipcc runs at all; otherwise the
                 // plugin is chosen by hipcc's clang major (cached).
@@ -203,7 +221,12 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
                 if rdc_link {
                     extra.push("-Xoffload-linker".into());
                     extra.push(format!("--load-pass-plugin={}", plugin.display()));
+                    // clang 15 hands -Xoffload-linker to the HIP device lld without marking it
+                    // used, so it warns "argument unused during compilation" (an error with
+                    // -Werror) although lld loads the plugin. Silence that one diagnostic.
+                    extra.push("-Qunused-arguments".into());
                 }
+                plugin_used = Some(plugin);
             }
             if cls.kind != StepKind::Link {
                 let include = locate::markers_include_dir(&getenv)?;
@@ -241,7 +264,8 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
                     eprintln!("sqtt-hipcc: settings {}", settings.fingerprint());
                 }
             }
-            if outputs.is_empty() {
+            let deps = dep_file(&args, &cls, &cwd);
+            if outputs.is_empty() && deps.is_none() {
                 return Err(exec(cmd, &hipcc));
             }
             let status = run(&mut cmd, &hipcc)?;
@@ -252,6 +276,10 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
             // come from builds without the plugin (their funcmaps, when present, are checked).
             let require = (instrument && cls.objects.is_empty()) || rdc_link;
             post_check(&outputs, require, verbose)?;
+            if cls.kind == StepKind::Compile {
+                let toml = config_file(&own, &cwd).filter(|p| p.is_file());
+                add_dep_file_inputs(&args, &cls, &cwd, toml.as_deref(), plugin_used.as_deref())?;
+            }
             Ok(0)
         }
     }
@@ -316,7 +344,79 @@ fn print_toolchain(own: &OwnOptions) -> Result<i32, Fail> {
     Ok(0)
 }
 
-fn print_plugin_identity(hipcc: &Path) {
+/// The dependency file hipcc writes for `-MD`/`-MMD` (`-MF FILE`, else the output with `.d`),
+/// or None when the step writes none.
+fn dep_file(args: &[String], cls: &Classified, cwd: &Path) -> Option<PathBuf> {
+    if cls.kind != StepKind::Compile || !args.iter().any(|a| a == "-MD" || a == "-MMD") {
+        return None;
+    }
+    let mut mf = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "-MF" {
+            mf = it.next().map(PathBuf::from);
+        } else if let Some(v) = a.strip_prefix("-MF") {
+            mf = Some(PathBuf::from(v));
+        }
+    }
+    let f = mf.or_else(|| {
+        cls.output
+            .as_ref()
+            .or(cls.sources.first())
+            .map(|o| o.with_extension("d"))
+            .map(|d| match cls.output {
+                Some(_) => d,
+                None => PathBuf::from(d.file_name().unwrap_or_default()),
+            })
+    })?;
+    Some(cwd.join(f))
+}
+
+/// Adds the sqtt.toml in effect and the plugin to the first rule of the dependency file, so
+/// Make and Ninja rebuild the object when either changes.
+fn add_dep_file_inputs(
+    args: &[String],
+    cls: &Classified,
+    cwd: &Path,
+    toml: Option<&Path>,
+    plugin: Option<&Path>,
+) -> Result<(), Fail> {
+    let Some(d) = dep_file(args, cls, cwd) else {
+        return Ok(());
+    };
+    let extra: Vec<PathBuf> = toml
+        .into_iter()
+        .chain(plugin)
+        .map(|p| std::fs::canonicalize(cwd.join(p)).unwrap_or_else(|_| cwd.join(p)))
+        .collect();
+    if extra.is_empty() {
+        return Ok(());
+    }
+    let Ok(text) = std::fs::read_to_string(&d) else {
+        return Ok(()); // hipcc wrote none (e.g. -MD with several sources): nothing to extend
+    };
+    // The first rule ends at the first newline not escaped by a backslash.
+    let bytes = text.as_bytes();
+    let end = (0..bytes.len())
+        .find(|&i| bytes[i] == b'\n' && (i == 0 || bytes[i - 1] != b'\\'))
+        .unwrap_or(bytes.len());
+    let mut added = String::new();
+    for p in &extra {
+        let esc = p.display().to_string().replace(' ', "\\ ");
+        added.push_str(&format!(" \\\n  {esc}"));
+    }
+    let new = format!("{}{}{}", &text[..end], added, &text[end..]);
+    std::fs::write(&d, new).map_err(|e| Fail::usage(format!("cannot extend {}: {e}", d.display())))
+}
+
+/// Hex SHA-256 of the resolved settings (the `--version` line ccache's `compiler_check` sees).
+pub fn settings_hash(settings: &Settings) -> String {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(settings.fingerprint().as_bytes());
+    d.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+fn print_plugin_identity(hipcc: &Path, settings: Option<&Settings>, toml: Option<PathBuf>) {
     let major = locate::hipcc_clang_major(hipcc, &getenv).ok();
     let line = match locate::find_plugin(&getenv, major) {
         Ok(p) => match locate::content_hash(&p) {
@@ -333,8 +433,19 @@ fn print_plugin_identity(hipcc: &Path) {
         },
         Err(_) => format!("sqtt-hipcc {}: plugin not found", env!("CARGO_PKG_VERSION")),
     };
+    // The settings line: ccache/sccache with `compiler_check = %compiler% --version` miss
+    // when a setting changes (and, by the line above, when the plugin is rebuilt).
+    let settings_line = match settings {
+        Some(s) => format!(
+            "sqtt-hipcc settings: sha256:{} (config {})",
+            settings_hash(s),
+            toml.map_or("none".into(), |p| p.display().to_string())
+        ),
+        None => "sqtt-hipcc settings: invalid (see the next compile's error)".into(),
+    };
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}");
+    let _ = writeln!(out, "{settings_line}");
     let _ = out.flush();
 }
 
@@ -410,11 +521,26 @@ fn post_check(outputs: &[PathBuf], require_funcmap: bool, verbose: bool) -> Resu
         }
     }
     if problems.is_empty() {
-        Ok(())
-    } else {
-        problems.push("the output file is kept; inspect it with `sqtt-hipcc --check FILE`".into());
-        Err(Fail::check(problems.join("\n")))
+        return Ok(());
     }
+    // A rejected output must not look up to date to make/ninja: move it aside.
+    for out in outputs.iter().filter(|o| o.is_file()) {
+        let mut aside = out.clone().into_os_string();
+        aside.push(".sqtt-rejected");
+        let aside = PathBuf::from(aside);
+        match std::fs::rename(out, &aside) {
+            Ok(()) => problems.push(format!(
+                "the output was moved to {} (inspect it with `sqtt-hipcc --check {}`)",
+                aside.display(),
+                aside.display()
+            )),
+            Err(e) => problems.push(format!(
+                "cannot move the rejected output {} aside: {e}",
+                out.display()
+            )),
+        }
+    }
+    Err(Fail::check(problems.join("\n")))
 }
 
 #[cfg(test)]

@@ -257,7 +257,7 @@ fn instrumented_build_is_checked_and_reports_its_funcmap() {
 }
 
 #[test]
-fn a_failed_post_build_check_is_an_error_and_keeps_the_output() {
+fn a_failed_post_build_check_is_an_error_and_moves_the_output_aside() {
     let d = workdir();
     // A hand-made funcmap joins the plugin's in the same section: ID 1 twice.
     let src = format!(
@@ -276,7 +276,10 @@ fn a_failed_post_build_check_is_an_error_and_keeps_the_output() {
         "{e}"
     );
     assert!(e.contains("[gfx90a]"), "{e}");
-    assert!(d.path().join("app").exists(), "the output stays");
+    // Moved aside, so make/ninja rebuild it next time instead of calling it up to date.
+    assert!(!d.path().join("app").exists(), "the output is moved aside");
+    assert!(d.path().join("app.sqtt-rejected").is_file());
+    assert!(e.contains("app.sqtt-rejected"), "{e}");
 }
 
 #[test]
