@@ -1,0 +1,315 @@
+//! The wrapper among build tools, all real: ccache (Debian's) with `compiler_check =
+//! %compiler% --version`, `-E` finding markers.hpp, `-MD` dependency files naming sqtt.toml and
+//! the plugin, a CMake + Ninja build that rebuilds after an edit of sqtt.toml and only then, a
+//! rejected output that make rebuilds, and `-Werror` steps that pass as with plain hipcc.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use sqtt_e2e::driver::*;
+use sqtt_e2e::toolchain::{hipcc, plugin_path, repo_root, run_ok, workdir};
+
+const KERNEL: &str = r#"
+#include <hip/hip_runtime.h>
+#include "markers.hpp"
+
+__global__ void my_kernel(float *p, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  sqtt_marker_enter("work");
+  p[i] = p[i] * 2.0f + 1.0f;
+  sqtt_marker_exit("work");
+}
+int main() { return 0; }
+"#;
+
+fn wrapper(dir: &Path, plugin: &Path) -> Command {
+    let mut c = driver(dir);
+    c.env("SQTT_HIPCC", hipcc()).env("SQTT_PLUGIN", plugin);
+    c
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().is_ok()
+}
+
+/// `ccache --print-stats` as (hits, misses).
+fn ccache_stats(ccache_dir: &Path) -> (u64, u64) {
+    let out = run_ok(
+        Command::new("ccache")
+            .arg("--print-stats")
+            .env("CCACHE_DIR", ccache_dir),
+    );
+    let get = |k: &str| -> u64 {
+        out.lines()
+            .filter_map(|l| l.split_once('\t'))
+            .filter(|(n, _)| *n == k)
+            .map(|(_, v)| v.trim().parse::<u64>().unwrap())
+            .sum()
+    };
+    (
+        get("direct_cache_hit") + get("preprocessed_cache_hit"),
+        get("cache_miss"),
+    )
+}
+
+#[test]
+fn ccache_hits_on_same_settings_and_misses_on_a_changed_setting_or_rebuilt_plugin() {
+    assert!(have("ccache"), "ccache is missing: run ci/setup.sh");
+    let d = workdir();
+    let dir = d.path();
+    std::fs::write(dir.join("k.hip"), KERNEL).unwrap();
+    // A plugin of our own, so "rebuilding" it does not disturb other tests.
+    let plugin = dir.join("libsqtt_plugin.so");
+    std::fs::copy(plugin_path(), &plugin).unwrap();
+    let cache = dir.join("ccache");
+    let compile = |env: &[(&str, &str)]| {
+        let _ = std::fs::remove_file(dir.join("k.o"));
+        let mut c = Command::new("ccache");
+        c.current_dir(dir)
+            .env("CCACHE_DIR", &cache)
+            .env("CCACHE_COMPILERCHECK", "%compiler% --version")
+            .env_remove("CCACHE_DISABLE")
+            .env("SQTT_HIPCC", hipcc())
+            .env("SQTT_PLUGIN", &plugin)
+            .env("SQTT_CACHE_DIR", dir.join(".sqtt-cache"))
+            .arg(sqtt_hipcc())
+            .args(["--offload-arch=gfx90a", "-c", "k.hip", "-o", "k.o"]);
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("SQTT_") && k != "SQTT_TEST_DRIVER" {
+                c.env_remove(k);
+            }
+        }
+        c.env("SQTT_HIPCC", hipcc()).env("SQTT_PLUGIN", &plugin);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+        assert!(dir.join("k.o").is_file());
+        ccache_stats(&cache)
+    };
+    // A source including markers.hpp is cacheable (its -E runs through the wrapper).
+    assert_eq!(compile(&[]), (0, 1), "first compile misses");
+    assert_eq!(compile(&[]), (1, 1), "same settings hit");
+    assert_eq!(
+        compile(&[("SQTT_INSTRUMENT_BARRIERS", "1")]),
+        (1, 2),
+        "a changed setting misses"
+    );
+    assert_eq!(
+        compile(&[("SQTT_INSTRUMENT_BARRIERS", "1")]),
+        (2, 2),
+        "and then hits"
+    );
+    // "Rebuild" the plugin: different bytes, same path and loadable.
+    let mut bytes = std::fs::read(&plugin).unwrap();
+    bytes.extend_from_slice(b"rebuilt");
+    std::fs::write(&plugin, bytes).unwrap();
+    assert_eq!(
+        compile(&[("SQTT_INSTRUMENT_BARRIERS", "1")]),
+        (2, 3),
+        "a rebuilt plugin misses"
+    );
+}
+
+#[test]
+fn preprocessing_finds_markers_hpp() {
+    let d = workdir();
+    std::fs::write(d.path().join("k.hip"), KERNEL).unwrap();
+    let o = wrapper(d.path(), &plugin_path())
+        .args(["--offload-arch=gfx90a", "-E", "k.hip"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("sqtt_marker_enter"), "markers.hpp expanded");
+}
+
+#[test]
+fn dependency_file_names_sqtt_toml_and_the_plugin() {
+    let d = workdir();
+    std::fs::write(d.path().join("k.hip"), KERNEL).unwrap();
+    std::fs::write(d.path().join("sqtt.toml"), "instrument_barriers = true\n").unwrap();
+    for args in [
+        &["-MD", "-c", "k.hip", "-o", "k.o"][..],
+        &["-MMD", "-MF", "deps/k.dep", "-c", "k.hip", "-o", "k.o"][..],
+    ] {
+        std::fs::create_dir_all(d.path().join("deps")).unwrap();
+        let o = wrapper(d.path(), &plugin_path())
+            .arg("--offload-arch=gfx90a")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+        let file = if args.contains(&"-MF") {
+            "deps/k.dep"
+        } else {
+            "k.d"
+        };
+        let deps = std::fs::read_to_string(d.path().join(file)).unwrap();
+        let toml = std::fs::canonicalize(d.path().join("sqtt.toml")).unwrap();
+        let plugin = std::fs::canonicalize(plugin_path()).unwrap();
+        assert!(deps.contains(&format!("  {}", toml.display())), "{deps}");
+        assert!(deps.contains(&format!("  {}", plugin.display())), "{deps}");
+        assert!(deps.starts_with("k.o:"), "{deps}");
+    }
+}
+
+fn cmake_env(c: &mut Command, dir: &Path) {
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("SQTT_") && k != "SQTT_TEST_DRIVER" {
+            c.env_remove(k);
+        }
+    }
+    c.env("SQTT_HIPCC", hipcc())
+        .env("SQTT_PLUGIN", plugin_path())
+        .env("SQTT_CACHE_DIR", dir.join("cache"))
+        .env("HCC_AMDGPU_TARGET", "gfx90a");
+}
+
+#[test]
+fn cmake_ninja_rebuilds_after_an_edit_of_sqtt_toml_and_only_then() {
+    assert!(have("ninja"), "ninja is missing: run ci/setup.sh");
+    let d = workdir();
+    let build = d.path().join("build");
+    // The build directory's compiles find this sqtt.toml upward.
+    let toml = d.path().join("sqtt.toml");
+    std::fs::write(&toml, "instrument_barriers = false\n").unwrap();
+    let mut c = Command::new("cmake");
+    c.args(["-G", "Ninja", "-S"])
+        .arg(repo_root().join("tests/cmake"))
+        .arg("-B")
+        .arg(&build)
+        .arg(format!("-DCMAKE_CXX_COMPILER={}", sqtt_hipcc().display()));
+    cmake_env(&mut c, d.path());
+    run_ok(&mut c);
+    let ninja = |what: &str| -> String {
+        let mut c = Command::new("ninja");
+        c.arg("-C").arg(&build).arg("-d").arg("explain");
+        cmake_env(&mut c, d.path());
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{what}: {}", err(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned() + &err(&o)
+    };
+    let first = ninja("first build");
+    assert!(first.contains("Building CXX object"), "{first}");
+    let again = ninja("no change");
+    assert!(again.contains("no work to do"), "{again}");
+    // An edit of sqtt.toml (mtime moved on for sure).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    std::fs::write(&toml, "instrument_barriers = true\n").unwrap();
+    let after = ninja("after the edit");
+    assert!(after.contains("Building CXX object"), "{after}");
+    assert!(after.contains("sqtt.toml"), "ninja explains why: {after}");
+    let again = ninja("no change after the rebuild");
+    assert!(again.contains("no work to do"), "{again}");
+}
+
+#[test]
+fn make_rebuilds_an_output_the_post_build_check_rejected() {
+    let d = workdir();
+    let dir = d.path();
+    let src = format!(
+        "{KERNEL}\n__attribute__((section(\".sqtt_funcmap\"), used)) __device__ const char \
+         extra_map[] = \"U:1:intruder\\n\";\n"
+    );
+    std::fs::write(dir.join("k.hip"), src).unwrap();
+    std::fs::write(
+        dir.join("Makefile"),
+        format!(
+            "app: k.hip\n\t{} --offload-arch=gfx90a k.hip -o app\n",
+            sqtt_hipcc().display()
+        ),
+    )
+    .unwrap();
+    let make = || {
+        let mut c = Command::new("make");
+        c.current_dir(dir);
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("SQTT_") && k != "SQTT_TEST_DRIVER" {
+                c.env_remove(k);
+            }
+        }
+        c.env("SQTT_HIPCC", hipcc())
+            .env("SQTT_PLUGIN", plugin_path())
+            .env("SQTT_CACHE_DIR", dir.join(".sqtt-cache"));
+        c.output().unwrap()
+    };
+    for round in ["first", "second"] {
+        let o = make();
+        assert_ne!(o.status.code(), Some(0), "{round} make fails");
+        let e = err(&o);
+        assert!(e.contains("app.sqtt-rejected"), "{round}: {e}");
+        assert!(
+            !String::from_utf8_lossy(&o.stdout).contains("up to date"),
+            "{round}"
+        );
+        assert!(!dir.join("app").exists());
+        assert!(dir.join("app.sqtt-rejected").is_file());
+    }
+}
+
+fn plain_and_wrapped(dir: &Path, args: &[&str]) -> (Output, Output) {
+    let plain = Command::new(hipcc())
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    let wrapped = wrapper(dir, &plugin_path()).args(args).output().unwrap();
+    (plain, wrapped)
+}
+
+#[test]
+fn werror_host_only_compile_and_rdc_link_pass_as_with_plain_hipcc() {
+    let d = workdir();
+    let dir = d.path();
+    std::fs::write(dir.join("k.hip"), KERNEL).unwrap();
+    let inc: PathBuf = sqtt_e2e::toolchain::markers_include();
+    let inc = format!("-I{}", inc.display());
+    let (p, w) = plain_and_wrapped(
+        dir,
+        &[
+            "--cuda-host-only",
+            "-c",
+            "-Werror",
+            &inc,
+            "k.hip",
+            "-o",
+            "h.o",
+        ],
+    );
+    assert_eq!(p.status.code(), Some(0), "plain: {}", err(&p));
+    assert_eq!(w.status.code(), Some(0), "wrapped: {}", err(&w));
+    assert!(!err(&w).contains("unused"), "{}", err(&w));
+    let o = wrapper(dir, &plugin_path())
+        .args([
+            "-fgpu-rdc",
+            "--offload-arch=gfx90a",
+            "-c",
+            "k.hip",
+            "-o",
+            "r.o",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let (p, w) = plain_and_wrapped(
+        dir,
+        &[
+            "-fgpu-rdc",
+            "-Werror",
+            "--offload-arch=gfx90a",
+            "r.o",
+            "-o",
+            "app",
+        ],
+    );
+    assert_eq!(p.status.code(), Some(0), "plain: {}", err(&p));
+    assert_eq!(w.status.code(), Some(0), "wrapped: {}", err(&w));
+    assert!(!err(&w).contains("unused"), "{}", err(&w));
+}
