@@ -24,6 +24,11 @@ pub struct OwnOptions {
     /// `--sqtt-toolchain`: print the hipcc, its clang major, the LLVM directory and the plugin
     /// the wrapper would use (what install.sh builds for).
     pub toolchain: bool,
+    /// `--sqtt-flags[=CLANG]`: print the flags that instrument a plain `clang++ -x hip`.
+    pub flags: Option<Option<PathBuf>>,
+    /// `--sqtt-launch CMD...`: run CMD with the resolved settings exported (a compiler launcher
+    /// for the CMake HIP-language route).
+    pub launch: bool,
 }
 
 pub const OWN_OPTIONS_HELP: &str = "\
@@ -39,6 +44,10 @@ Own options (never passed to hipcc):
   --sqtt-include-dir   print the directory of markers.hpp and exit
   --sqtt-toolchain     print the hipcc found, its clang's LLVM major, that LLVM's directory and
                        the plugin chosen for it (key=value lines), and exit
+  --sqtt-flags[=CLANG] print the flags that instrument a plain `CLANG -x hip` compile (plugin
+                       for that clang's LLVM major, default hipcc's; include dir; -DSQTT_ENABLED=1)
+  --sqtt-launch CMD... run CMD with the resolved settings exported as SQTT_* (a compiler launcher
+                       for the flags above; the CMake package sqtt_instrument() sets both)
   --sqtt-help          this text
 
 Settings: sqtt.toml, then SQTT_* variables over it (see docs/driver.md).
@@ -82,11 +91,17 @@ pub fn split_own(argv: &[String]) -> Result<(OwnOptions, Vec<String>), Fail> {
             "help" if value.is_none() => own.help = true,
             "include-dir" if value.is_none() => own.include_dir = true,
             "toolchain" if value.is_none() => own.toolchain = true,
+            "flags" => own.flags = Some(value.filter(|v| !v.is_empty()).map(PathBuf::from)),
+            "launch" if value.is_none() => {
+                own.launch = true;
+                rest.extend(argv[i..].iter().cloned());
+                break;
+            }
             _ => {
                 return Err(Fail::usage(format!(
                     "unknown option {a}; sqtt-hipcc's own options are --sqtt-config=PATH, \
-                     --sqtt-verbose, --sqtt-include-dir, --sqtt-toolchain and --sqtt-help (every \
-                     other option goes to hipcc)"
+                     --sqtt-verbose, --sqtt-include-dir, --sqtt-toolchain, --sqtt-flags[=CLANG], \
+                     --sqtt-launch CMD... and --sqtt-help (every other option goes to hipcc)"
                 )))
             }
         }
@@ -131,6 +146,12 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
     }
     if own.toolchain {
         return print_toolchain(&own);
+    }
+    if let Some(clang) = &own.flags {
+        return print_flags(&own, clang.as_deref());
+    }
+    if own.launch {
+        return launch(&own, &args);
     }
     if getenv(DEPTH_VAR).is_some_and(|v| !v.is_empty()) {
         return Err(Fail::usage(
@@ -317,6 +338,76 @@ fn check_llvm_major(plugin: &Path, hipcc: &Path) -> Result<(), Fail> {
         )));
     }
     Ok(())
+}
+
+/// `--sqtt-flags[=CLANG]`: one shell-quoted line with the flags that instrument a plain
+/// `clang++ -x hip` compile: the plugin built for CLANG's major (default: hipcc's clang), the
+/// markers include directory and `-DSQTT_ENABLED=1`. The plugin reads its settings from the
+/// `SQTT_*` environment only (no plugin options yet), so settings reach it through
+/// `--sqtt-launch` (the CMake package sets it as the compiler launcher).
+fn print_flags(own: &OwnOptions, clang: Option<&Path>) -> Result<i32, Fail> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Fail::usage(format!("cannot read the working directory: {e}")))?;
+    let settings = load_settings(own, &cwd)?;
+    let major = match clang {
+        Some(c) => {
+            // A bare name is looked up on PATH, as for `hipcc` in sqtt.toml.
+            let c = locate::find_hipcc(Some(c), &getenv)?;
+            locate::hipcc_clang_major(&c, &getenv)?
+        }
+        None => {
+            let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;
+            locate::hipcc_clang_major(&hipcc, &getenv)?
+        }
+    };
+    let mut flags = Vec::new();
+    if settings.enabled {
+        let plugin = locate::find_plugin(&getenv, Some(major))?;
+        let info = locate::plugin_info(&plugin)?;
+        if info.llvm_major != Some(major) {
+            return Err(Fail::usage(format!(
+                "the plugin {} is not built for LLVM {major}; build it with `{}`",
+                plugin.display(),
+                locate::plugin_build_command(major)
+            )));
+        }
+        flags.push("-Xarch_device".to_string());
+        flags.push(format!("-fpass-plugin={}", plugin.display()));
+    }
+    flags.push(format!(
+        "-I{}",
+        locate::markers_include_dir(&getenv)?.display()
+    ));
+    if settings.enabled {
+        flags.push("-DSQTT_ENABLED=1".into());
+    }
+    println!("{}", shell_words::join(flags));
+    Ok(0)
+}
+
+/// `--sqtt-launch CMD...`: runs CMD with the settings the wrapper would export (sqtt.toml found
+/// from the working directory, `SQTT_*` over it), so a plugin loaded by `--sqtt-flags` reads
+/// exactly what the wrapper would give it.
+fn launch(own: &OwnOptions, cmd: &[String]) -> Result<i32, Fail> {
+    let Some((prog, rest)) = cmd.split_first() else {
+        return Err(Fail::usage(
+            "--sqtt-launch needs a command: sqtt-hipcc --sqtt-launch clang++ ARGS...".into(),
+        ));
+    };
+    let cwd = std::env::current_dir()
+        .map_err(|e| Fail::usage(format!("cannot read the working directory: {e}")))?;
+    let settings = load_settings(own, &cwd)?;
+    let mut c = Command::new(prog);
+    c.args(rest);
+    for (k, v) in settings.to_env() {
+        c.env(k, v);
+    }
+    c.env(
+        sqtt_config::var::ENABLED,
+        if settings.enabled { "1" } else { "0" },
+    );
+    c.env_remove(sqtt_config::var::DEFER_TO_LINK);
+    Err(exec(c, Path::new(prog)))
 }
 
 /// `--sqtt-toolchain`: what the wrapper finds, as `key=value` lines on stdout.

@@ -426,7 +426,7 @@ fn plugin_for_another_llvm_than_hipccs_clang_is_refused() {
 }
 
 #[test]
-fn version_is_hipccs_plus_the_plugin_line() {
+fn version_is_hipccs_plus_the_plugin_and_settings_lines() {
     let d = workdir();
     let plain = Command::new(hipcc())
         .arg("--version")
@@ -444,7 +444,12 @@ fn version_is_hipccs_plus_the_plugin_line() {
         extra.starts_with("sqtt-hipcc ") && extra.contains("sha256:"),
         "{extra}"
     );
-    assert_eq!(extra.lines().count(), 1);
+    assert_eq!(extra.lines().count(), 2, "{extra}");
+    let settings = extra.lines().nth(1).unwrap();
+    assert!(
+        settings.starts_with("sqtt-hipcc settings: sha256:"),
+        "{extra}"
+    );
 }
 
 #[test]
