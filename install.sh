@@ -5,7 +5,8 @@
 #   ./install.sh                      plugin for the hipcc found; all under target/release/
 #   ./install.sh --llvm 15,22         plugins for LLVM 15 and 22 side by side
 #   ./install.sh --prefix ~/.local    also install: PREFIX/bin/{sqtt-hipcc,sqtt},
-#                                     PREFIX/lib/sqtt-hipcc/llvm-<N>/libsqtt_plugin.so
+#                                     PREFIX/lib/sqtt-hipcc/llvm-<N>/libsqtt_plugin.so,
+#                                     PREFIX/lib/cmake/SqttHipcc/ (find_package(SqttHipcc))
 #
 # Plugins go to target/release/lib/sqtt-hipcc/llvm-<N>/ (where target/release/sqtt-hipcc looks)
 # and, with --prefix, to PREFIX/lib/sqtt-hipcc/llvm-<N>/. sqtt-hipcc picks the one matching its
@@ -15,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
 usage() {
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -88,6 +89,8 @@ done
 if [ -n "$prefix" ]; then
   mkdir -p "$prefix/bin"
   cp "$out/sqtt-hipcc" "$out/sqtt" "$prefix/bin/"
-  echo "install.sh: installed into $prefix (bin/, lib/sqtt-hipcc/)" >&2
+  mkdir -p "$prefix/lib/cmake/SqttHipcc"
+  cp cmake/SqttHipccConfig.cmake "$prefix/lib/cmake/SqttHipcc/"
+  echo "install.sh: installed into $prefix (bin/, lib/sqtt-hipcc/, lib/cmake/SqttHipcc/)" >&2
 fi
 "$out/sqtt-hipcc" --sqtt-toolchain 2>/dev/null | sed 's/^/install.sh: /' >&2 || true

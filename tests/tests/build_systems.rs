@@ -313,3 +313,71 @@ fn werror_host_only_compile_and_rdc_link_pass_as_with_plain_hipcc() {
     assert_eq!(w.status.code(), Some(0), "wrapped: {}", err(&w));
     assert!(!err(&w).contains("unused"), "{}", err(&w));
 }
+
+#[test]
+fn cmake_hip_language_project_with_the_installed_package() {
+    assert!(have("ninja"), "ninja is missing: run ci/setup.sh");
+    let d = workdir();
+    let dir = d.path();
+    // The layout install.sh --prefix makes: bin/sqtt-hipcc, lib/cmake/SqttHipcc/.
+    let prefix = dir.join("prefix");
+    std::fs::create_dir_all(prefix.join("bin")).unwrap();
+    std::fs::create_dir_all(prefix.join("lib/cmake/SqttHipcc")).unwrap();
+    std::fs::copy(sqtt_hipcc(), prefix.join("bin/sqtt-hipcc")).unwrap();
+    std::fs::copy(
+        repo_root().join("cmake/SqttHipccConfig.cmake"),
+        prefix.join("lib/cmake/SqttHipcc/SqttHipccConfig.cmake"),
+    )
+    .unwrap();
+    // Debian's HIP CMake packages live under lib/x86_64-linux-gnu/cmake, where CMake 3.25's HIP
+    // language does not look for hip-lang: a ROCm root whose lib/cmake/hip-lang is Debian's.
+    let shim = dir.join("rocm-root");
+    std::fs::create_dir_all(shim.join("lib/cmake")).unwrap();
+    std::os::unix::fs::symlink(
+        "/usr/lib/x86_64-linux-gnu/cmake/hip-lang",
+        shim.join("lib/cmake/hip-lang"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("sqtt.toml"), "instrument_barriers = true\n").unwrap();
+    let build = dir.join("build");
+    let env = |c: &mut Command| {
+        cmake_env(c, dir);
+        c.env("CMAKE_PREFIX_PATH", "/usr/lib/x86_64-linux-gnu/cmake");
+    };
+    let mut c = Command::new("cmake");
+    c.args(["-G", "Ninja", "-S"])
+        .arg(repo_root().join("tests/cmake-hip"))
+        .arg("-B")
+        .arg(&build)
+        .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
+        .arg("-DCMAKE_HIP_COMPILER=clang++-15")
+        .arg(format!("-DCMAKE_HIP_COMPILER_ROCM_ROOT={}", shim.display()))
+        .arg("-DCMAKE_HIP_ARCHITECTURES=gfx90a")
+        .arg(
+            "-DCMAKE_HIP_FLAGS=--rocm-path=/usr \
+             --hip-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode",
+        );
+    env(&mut c);
+    let conf = run_ok(&mut c);
+    assert!(
+        conf.contains("sqtt_instrument(app): HIP sources get"),
+        "{conf}"
+    );
+    let mut c = Command::new("ninja");
+    c.arg("-C").arg(&build).arg("-v");
+    env(&mut c);
+    let o = c.output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned() + &err(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("--sqtt-launch"), "the launcher runs: {out}");
+    assert!(out.contains("-fpass-plugin="), "{out}");
+    assert!(out.contains("--check"), "the post-build check runs: {out}");
+    // The binary carries the plugin's funcmap.
+    let o = driver(dir)
+        .arg("--check")
+        .arg(build.join("app"))
+        .args(["--require", "user:work", "--require", "kernel:my_kernel"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+}
