@@ -26,6 +26,9 @@ object, offload bundle, CCOB bundle) and checks it.
                        in every selected code object; KIND: kernel, function, user, point,
                        barrier, memory, address, any (repeatable)
   --arch GFX           check only code objects of this processor (e.g. gfx90a)
+  --quiet              one summary line per code object instead of the tables
+  --skip-non-amdgpu    skip (with a note) files that hold no AMDGPU code: directories, scripts,
+                       empty files, host-only binaries (so `--check build/bin/*` works)
   --help               this text
 
 Exit status: 0 all valid and all requirements met, 1 a check failed, 2 usage error.
@@ -36,6 +39,8 @@ struct Options {
     json: bool,
     requires: Vec<Requirement>,
     arch: Option<String>,
+    quiet: bool,
+    skip_other: bool,
     files: Vec<String>,
 }
 
@@ -51,6 +56,8 @@ fn parse(args: &[String]) -> Result<Option<Options>, String> {
         json: false,
         requires: Vec::new(),
         arch: None,
+        quiet: false,
+        skip_other: false,
         files: Vec::new(),
     };
     let mut i = 0;
@@ -80,6 +87,8 @@ fn parse(args: &[String]) -> Result<Option<Options>, String> {
             "--help" | "-h" => return Ok(None),
             "--demangle" if inline.is_none() => o.demangle = true,
             "--json" if inline.is_none() => o.json = true,
+            "--quiet" | "-q" if inline.is_none() => o.quiet = true,
+            "--skip-non-amdgpu" if inline.is_none() => o.skip_other = true,
             "--require" => {
                 let spec = value("KIND:GLOB")?;
                 o.requires
@@ -101,6 +110,24 @@ fn parse(args: &[String]) -> Result<Option<Options>, String> {
     Ok(Some(o))
 }
 
+/// `--quiet`: `FILE [ARCH] (LOCATION): STATE`.
+fn summary_line(path: &str, co: &CodeObject) -> String {
+    let kernels = co.kernels().count();
+    let state = match &co.funcmap {
+        FuncmapState::NotLinked => "not linked yet (-fgpu-rdc bitcode)".to_string(),
+        FuncmapState::Missing => format!("no funcmap, {kernels} kernel(s)"),
+        FuncmapState::Malformed(e) => format!("malformed funcmap: {e}"),
+        FuncmapState::Present { map, problems, .. } if problems.is_empty() => format!(
+            "funcmap ok, {} row(s), {kernels} kernel(s)",
+            map.entries.len()
+        ),
+        FuncmapState::Present { problems, .. } => {
+            format!("invalid funcmap, {} problem(s)", problems.len())
+        }
+    };
+    format!("{path} [{}] ({}): {state}", co.arch, co.location)
+}
+
 struct FileResult {
     path: String,
     result: Result<Vec<CodeObject>, Error>,
@@ -118,8 +145,24 @@ pub fn main(args: &[String]) -> i32 {
     let mut failed = false;
     let mut usage_error = false;
     let mut files: Vec<FileResult> = Vec::new();
+    let mut skipped: Vec<&str> = Vec::new();
     for f in &o.files {
-        let result = sqtt_codeobj::read_path(std::path::Path::new(f)).map(|cos| {
+        let path = std::path::Path::new(f);
+        if o.skip_other && path.is_dir() {
+            skipped.push(f);
+            continue;
+        }
+        let all = sqtt_codeobj::read_path(path);
+        let no_amdgpu = match &all {
+            Ok(cos) => cos.is_empty(),
+            Err(Error::Unrecognised { .. }) => true,
+            Err(_) => path.metadata().is_ok_and(|m| m.len() == 0),
+        };
+        if o.skip_other && no_amdgpu {
+            skipped.push(f);
+            continue;
+        }
+        let result = all.map(|cos| {
             cos.into_iter()
                 .filter(|c| o.arch.as_deref().is_none_or(|a| c.matches_arch(a)))
                 .collect::<Vec<_>>()
@@ -130,8 +173,18 @@ pub fn main(args: &[String]) -> i32 {
         });
     }
 
+    if files.is_empty() {
+        // Everything skipped: a CI glob that matched no device code is a failure, not a pass.
+        eprintln!("sqtt-hipcc --check: none of the files holds AMDGPU code");
+        return 1;
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    if !o.json {
+        for f in &skipped {
+            let _ = writeln!(out, "{f}: no AMDGPU code, skipped");
+        }
+    }
     let mut errors: Vec<String> = Vec::new();
     let mut file_reports = Vec::new();
     for fr in &files {
@@ -164,7 +217,9 @@ pub fn main(args: &[String]) -> i32 {
                     if !problems.is_empty() {
                         failed = true;
                     }
-                    if !o.json {
+                    if o.quiet && !o.json {
+                        let _ = writeln!(out, "{}", summary_line(&fr.path, co));
+                    } else if !o.json {
                         let _ = write!(out, "{}", render_code_object(&fr.path, co, o.demangle));
                     }
                     for p in &problems {

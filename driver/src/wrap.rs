@@ -203,6 +203,12 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
                     show(&hipcc, &all)
                 );
             }
+            if cls.kind == StepKind::Probe && args.iter().any(|a| a == "--help") {
+                eprintln!(
+                    "sqtt-hipcc: hipcc's help follows; sqtt-hipcc's own options: sqtt-hipcc \
+                     --sqtt-help, --check --help"
+                );
+            }
             if cls.version {
                 let status = run(&mut cmd, &hipcc)?;
                 if status.success() {

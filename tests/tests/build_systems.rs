@@ -381,3 +381,107 @@ fn cmake_hip_language_project_with_the_installed_package() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
 }
+
+#[test]
+fn ci_check_of_a_bin_directory_quiet_skipping_non_amdgpu_files_with_template_kernels() {
+    let d = workdir();
+    let dir = d.path();
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(bin.join("subdir")).unwrap();
+    std::fs::write(
+        dir.join("t.hip"),
+        r#"
+#include <hip/hip_runtime.h>
+template <typename T>
+__global__ void triad_kernel(const T *a, const T *b, T *c) {
+  int i = threadIdx.x;
+  c[i] = a[i] + 2 * b[i];
+}
+template __global__ void triad_kernel<float>(const float *, const float *, float *);
+int main() { return 0; }
+"#,
+    )
+    .unwrap();
+    let o = wrapper(dir, &plugin_path())
+        .args(["--offload-arch=gfx90a", "t.hip", "-o", "bin/triad"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    std::fs::write(bin.join("run.sh"), "#!/bin/sh\nexec ./triad\n").unwrap();
+    std::fs::copy("/bin/true", bin.join("host-tool")).unwrap();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&bin)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let check = |extra: &[&str], files: &[PathBuf]| {
+        driver(dir)
+            .arg("--check")
+            .args(extra)
+            .args(files)
+            .output()
+            .unwrap()
+    };
+    // Without the option the script is a failed check and the directory a usage error.
+    assert_eq!(
+        check(&[], &[bin.join("run.sh"), bin.join("triad")])
+            .status
+            .code(),
+        Some(1)
+    );
+    assert_eq!(check(&[], &files).status.code(), Some(2));
+    let o = check(
+        &[
+            "--quiet",
+            "--skip-non-amdgpu",
+            "--require",
+            "kernel:triad_kernel",
+        ],
+        &files,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    let co: Vec<&&str> = lines.iter().filter(|l| l.contains("[gfx90a]")).collect();
+    assert_eq!(co.len(), 1, "one summary line per code object: {out}");
+    assert!(
+        co[0].contains("funcmap ok") && co[0].contains("1 kernel(s)"),
+        "{out}"
+    );
+    for skipped in ["run.sh", "host-tool", "subdir"] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains(skipped) && l.ends_with("no AMDGPU code, skipped")),
+            "{skipped}: {out}"
+        );
+    }
+    // The base name only: the kernel is `void triad_kernel<float>(float const*, ...)`.
+    let o = check(
+        &["--quiet", "--require", "kernel:triad"],
+        &[bin.join("triad")],
+    );
+    assert_eq!(o.status.code(), Some(1), "a prefix is not the base name");
+    // Nothing but non-AMDGPU files: a failure, not a pass.
+    let o = check(&["--skip-non-amdgpu"], &[bin.join("run.sh")]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+}
+
+#[test]
+fn help_is_hipccs_with_one_stderr_line_pointing_to_sqtt_help() {
+    let d = workdir();
+    let o = wrapper(d.path(), &plugin_path())
+        .arg("--help")
+        .output()
+        .unwrap();
+    let plain = Command::new(hipcc())
+        .arg("--help")
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), plain.status.code());
+    assert_eq!(o.stdout, plain.stdout, "stdout is hipcc's help");
+    let e = err(&o);
+    assert!(e.lines().next().unwrap().contains("--sqtt-help"), "{e}");
+}
