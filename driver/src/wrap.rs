@@ -180,6 +180,7 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
             let hipcc = locate::find_hipcc(configured.as_deref(), &getenv)?;
             let verbose =
                 own.verbose || verbose_env || settings.as_ref().is_some_and(|s| s.verbose);
+            init_trace(verbose);
             // Preprocessing (-E, -M, -MM; ccache's preprocessor mode) sees what the compile
             // sees: the markers include directory and SQTT_ENABLED. hipcc's output is
             // otherwise its own.
@@ -197,7 +198,7 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
             cmd.args(&args).args(&extra).env(DEPTH_VAR, "1");
             if verbose {
                 let all: Vec<String> = args.iter().chain(&extra).cloned().collect();
-                eprintln!(
+                tracing::info!(
                     "sqtt-hipcc: {:?} step, running {}",
                     cls.kind,
                     show(&hipcc, &all)
@@ -221,6 +222,7 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
         StepKind::Compile | StepKind::Link => {
             let settings = load_settings(&own, &cwd)?;
             let verbose = own.verbose || settings.verbose || verbose_env;
+            init_trace(verbose);
             let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;
             // A host-only compile has no device code: the plugin flag would only draw
             // "argument unused" (an error under -Werror).
@@ -281,14 +283,14 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
             };
             if verbose {
                 let all: Vec<String> = args.iter().chain(&extra).cloned().collect();
-                eprintln!(
+                tracing::info!(
                     "sqtt-hipcc: {:?} step, instrumentation {}, running {}",
                     cls.kind,
                     if instrument { "on" } else { "off" },
                     show(&hipcc, &all)
                 );
                 if settings.enabled {
-                    eprintln!("sqtt-hipcc: settings {}", settings.fingerprint());
+                    tracing::info!("sqtt-hipcc: settings {}", settings.fingerprint());
                 }
             }
             let deps = dep_file(&args, &cls, &cwd);
@@ -309,6 +311,21 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
             }
             Ok(0)
         }
+    }
+}
+
+/// `--sqtt-verbose` / `SQTT_VERBOSE`: the trace goes through `tracing` to stderr, message only
+/// (no time, level or target), and nothing is installed when it is off (silent by default).
+fn init_trace(verbose: bool) {
+    if verbose {
+        let _ = tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .without_time()
+            .with_level(false)
+            .with_target(false)
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .try_init();
     }
 }
 
@@ -610,7 +627,7 @@ fn post_check(outputs: &[PathBuf], require_funcmap: bool, verbose: bool) -> Resu
             }
         }
         if verbose {
-            eprintln!(
+            tracing::info!(
                 "sqtt-hipcc: checked {} code object(s) of {}",
                 cos.len(),
                 out.display()
