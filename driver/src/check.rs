@@ -50,60 +50,120 @@ fn usage(msg: &str) -> i32 {
     2
 }
 
+/// `--check`'s options as a clap command (also the source of the completions and man page).
+pub fn command() -> clap::Command {
+    use clap::{Arg, ArgAction, Command};
+    Command::new("sqtt-hipcc --check")
+        .about("Print and check the .sqtt_funcmap of every code object in FILE")
+        .disable_help_flag(true)
+        .disable_version_flag(true)
+        .arg(
+            Arg::new("help")
+                .long("help")
+                .short('h')
+                .action(ArgAction::SetTrue)
+                .help("this text"),
+        )
+        .arg(
+            Arg::new("demangle")
+                .long("demangle")
+                .action(ArgAction::SetTrue)
+                .help("demangle C++ names in the table"),
+        )
+        .arg(
+            Arg::new("json")
+                .long("json")
+                .action(ArgAction::SetTrue)
+                .help("print a JSON report (docs/check-json.md) instead of the tables"),
+        )
+        .arg(
+            Arg::new("quiet")
+                .long("quiet")
+                .short('q')
+                .action(ArgAction::SetTrue)
+                .help("one summary line per code object instead of the tables"),
+        )
+        .arg(
+            Arg::new("skip-non-amdgpu")
+                .long("skip-non-amdgpu")
+                .action(ArgAction::SetTrue)
+                .help("skip files that hold no AMDGPU code (directories, scripts, host binaries)"),
+        )
+        .arg(
+            Arg::new("require")
+                .long("require")
+                .value_name("KIND:GLOB")
+                .action(ArgAction::Append)
+                .allow_hyphen_values(true)
+                .help("require a funcmap row of KIND whose name matches GLOB (repeatable)"),
+        )
+        .arg(
+            Arg::new("arch")
+                .long("arch")
+                .value_name("GFX")
+                .help("check only code objects of this processor (e.g. gfx90a)"),
+        )
+        .arg(
+            Arg::new("files")
+                .value_name("FILE")
+                .num_args(0..)
+                .action(ArgAction::Append)
+                .value_hint(clap::ValueHint::FilePath),
+        )
+}
+
 fn parse(args: &[String]) -> Result<Option<Options>, String> {
-    let mut o = Options {
-        demangle: false,
-        json: false,
-        requires: Vec::new(),
-        arch: None,
-        quiet: false,
-        skip_other: false,
-        files: Vec::new(),
-    };
-    let mut i = 0;
-    let mut only_files = false;
-    while i < args.len() {
-        let a = &args[i];
-        i += 1;
-        if only_files || !a.starts_with('-') || a == "-" {
-            o.files.push(a.clone());
-            continue;
-        }
-        let (name, inline) = match a.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
-            _ => (a.as_str(), None),
-        };
-        let mut value = |what: &str| -> Result<String, String> {
-            if let Some(v) = inline.clone() {
-                return Ok(v);
-            }
-            i += 1;
-            args.get(i - 1)
-                .cloned()
-                .ok_or_else(|| format!("{name} needs a value ({what})"))
-        };
-        match name {
-            "--" => only_files = true,
-            "--help" | "-h" => return Ok(None),
-            "--demangle" if inline.is_none() => o.demangle = true,
-            "--json" if inline.is_none() => o.json = true,
-            "--quiet" | "-q" if inline.is_none() => o.quiet = true,
-            "--skip-non-amdgpu" if inline.is_none() => o.skip_other = true,
-            "--require" => {
-                let spec = value("KIND:GLOB")?;
-                o.requires
-                    .push(Requirement::parse(&spec).map_err(|e| e.to_string())?);
-            }
-            "--arch" => {
-                let v = value("a processor such as gfx90a")?;
-                if v.is_empty() {
-                    return Err("--arch needs a processor such as gfx90a".into());
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let m = command()
+        .try_get_matches_from(std::iter::once("--check".to_string()).chain(args.iter().cloned()))
+        .map_err(|e| {
+            let ctx = |k| match e.get(k) {
+                Some(ContextValue::String(s)) => s.clone(),
+                _ => String::new(),
+            };
+            match e.kind() {
+                ErrorKind::UnknownArgument => {
+                    format!("unknown option {}", ctx(ContextKind::InvalidArg))
                 }
-                o.arch = Some(v);
+                ErrorKind::InvalidValue | ErrorKind::NoEquals => {
+                    let arg = ctx(ContextKind::InvalidArg);
+                    let name = arg.split([' ', '=']).next().unwrap_or_default().to_string();
+                    format!("{name} needs a value")
+                }
+                _ => e
+                    .to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .trim_start_matches("error: ")
+                    .to_string(),
             }
-            _ => return Err(format!("unknown option {a}")),
-        }
+        })?;
+    if m.get_flag("help") {
+        return Ok(None);
     }
+    let mut requires = Vec::new();
+    for spec in m.get_many::<String>("require").into_iter().flatten() {
+        requires.push(Requirement::parse(spec).map_err(|e| e.to_string())?);
+    }
+    let arch = m.get_one::<String>("arch").cloned();
+    if arch.as_deref() == Some("") {
+        return Err("--arch needs a processor such as gfx90a".into());
+    }
+    let o = Options {
+        demangle: m.get_flag("demangle"),
+        json: m.get_flag("json"),
+        requires,
+        arch,
+        quiet: m.get_flag("quiet"),
+        skip_other: m.get_flag("skip-non-amdgpu"),
+        files: m
+            .get_many::<String>("files")
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect(),
+    };
     if o.files.is_empty() {
         return Err("no FILE given".into());
     }

@@ -29,6 +29,10 @@ pub struct OwnOptions {
     /// `--sqtt-launch CMD...`: run CMD with the resolved settings exported (a compiler launcher
     /// for the CMake HIP-language route).
     pub launch: bool,
+    /// `--sqtt-completions=SHELL`.
+    pub completions: Option<String>,
+    /// `--sqtt-man[=check]`.
+    pub man: Option<Option<String>>,
 }
 
 pub const OWN_OPTIONS_HELP: &str = "\
@@ -48,9 +52,12 @@ Own options (never passed to hipcc):
                        for that clang's LLVM major, default hipcc's; include dir; -DSQTT_ENABLED=1)
   --sqtt-launch CMD... run CMD with the resolved settings exported as SQTT_* (a compiler launcher
                        for the flags above; the CMake package sqtt_instrument() sets both)
+  --sqtt-completions=SHELL  print a completion script (bash, zsh, fish, elvish, powershell)
+  --sqtt-man[=check]   print the man page sqtt-hipcc(1) (or sqtt-hipcc-check(1))
   --sqtt-help          this text
 
-Settings: sqtt.toml, then SQTT_* variables over it (see docs/driver.md).
+Settings: sqtt.toml, then SQTT_* variables over it (see docs/driver.md; installed under
+PREFIX/share/doc/sqtt-hipcc/ by install.sh --prefix).
 ";
 
 /// Splits `--sqtt-*` options off the arguments.
@@ -91,6 +98,10 @@ pub fn split_own(argv: &[String]) -> Result<(OwnOptions, Vec<String>), Fail> {
             "help" if value.is_none() => own.help = true,
             "include-dir" if value.is_none() => own.include_dir = true,
             "toolchain" if value.is_none() => own.toolchain = true,
+            "completions" if value.as_deref().is_some_and(|v| !v.is_empty()) => {
+                own.completions = value
+            }
+            "man" => own.man = Some(value),
             "flags" => own.flags = Some(value.filter(|v| !v.is_empty()).map(PathBuf::from)),
             "launch" if value.is_none() => {
                 own.launch = true;
@@ -101,7 +112,8 @@ pub fn split_own(argv: &[String]) -> Result<(OwnOptions, Vec<String>), Fail> {
                 return Err(Fail::usage(format!(
                     "unknown option {a}; sqtt-hipcc's own options are --sqtt-config=PATH, \
                      --sqtt-verbose, --sqtt-include-dir, --sqtt-toolchain, --sqtt-flags[=CLANG], \
-                     --sqtt-launch CMD... and --sqtt-help (every other option goes to hipcc)"
+                     --sqtt-launch CMD..., --sqtt-completions=SHELL, --sqtt-man[=check] and --sqtt-help \
+                     (every other option goes to hipcc)"
                 )))
             }
         }
@@ -146,6 +158,12 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
     }
     if own.toolchain {
         return print_toolchain(&own);
+    }
+    if let Some(shell) = &own.completions {
+        return crate::docs::completions(shell);
+    }
+    if let Some(page) = &own.man {
+        return crate::docs::man(page.as_deref());
     }
     if let Some(clang) = &own.flags {
         return print_flags(&own, clang.as_deref());

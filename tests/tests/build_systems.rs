@@ -485,3 +485,51 @@ fn help_is_hipccs_with_one_stderr_line_pointing_to_sqtt_help() {
     let e = err(&o);
     assert!(e.lines().next().unwrap().contains("--sqtt-help"), "{e}");
 }
+
+#[test]
+fn completions_and_man_pages_come_from_the_binary() {
+    let d = workdir();
+    let run = |args: &[&str]| driver(d.path()).args(args).output().unwrap();
+    for (shell, word) in [
+        ("bash", "--sqtt-config"),
+        ("zsh", "--sqtt-flags"),
+        ("fish", "sqtt-verbose"),
+    ] {
+        let o = run(&[&format!("--sqtt-completions={shell}")]);
+        assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+        assert!(String::from_utf8_lossy(&o.stdout).contains(word), "{shell}");
+    }
+    let o = run(&["--sqtt-man"]);
+    assert_eq!(o.status.code(), Some(0));
+    let page = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        page.contains(".TH sqtt-hipcc 1") && page.contains("sqtt\\-config"),
+        "{page}"
+    );
+    let o = run(&["--sqtt-man=check"]);
+    let page = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        page.contains(".TH sqtt-hipcc-check 1") && page.contains("skip\\-non\\-amdgpu"),
+        "{page}"
+    );
+    // Bad input: a clear error, exit 2, nothing on stdout.
+    let o = run(&["--sqtt-completions=tcsh"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        o.stdout.is_empty() && err(&o).contains("tcsh"),
+        "{}",
+        err(&o)
+    );
+    // `man -l` renders the page when man is installed.
+    if Command::new("man").arg("--version").output().is_ok() {
+        let f = d.path().join("sqtt-hipcc.1");
+        std::fs::write(&f, run(&["--sqtt-man"]).stdout).unwrap();
+        let o = Command::new("man")
+            .arg("-l")
+            .arg(&f)
+            .env("MANPAGER", "cat")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    }
+}
