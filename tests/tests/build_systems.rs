@@ -380,6 +380,37 @@ fn cmake_hip_language_project_with_the_installed_package() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+
+    // The same package on the C++ route: a plain clang++-15 compiling app.hip with -x hip.
+    let build = dir.join("build-cxx");
+    let mut c = Command::new("cmake");
+    c.args(["-G", "Ninja", "-S"])
+        .arg(repo_root().join("tests/cmake-hip"))
+        .arg("-B")
+        .arg(&build)
+        .arg("-DSQTT_CXX_ROUTE=ON")
+        .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
+        .arg("-DCMAKE_CXX_COMPILER=clang++-15");
+    env(&mut c);
+    let conf = run_ok(&mut c);
+    assert!(
+        conf.contains("sqtt_instrument(app): CXX sources get"),
+        "{conf}"
+    );
+    let mut c = Command::new("ninja");
+    c.arg("-C").arg(&build).arg("-v");
+    env(&mut c);
+    let o = c.output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned() + &err(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("--sqtt-launch") && out.contains("-fpass-plugin="),
+        "{out}"
+    );
+    assert!(
+        out.contains("gfx90a ok kernels=1"),
+        "the post-build check's summary: {out}"
+    );
 }
 
 #[test]
