@@ -564,3 +564,66 @@ fn completions_and_man_pages_come_from_the_binary() {
         assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     }
 }
+
+#[test]
+fn plugin_loaded_by_hand_reads_sqtt_toml_by_the_wrappers_rules() {
+    let d = workdir();
+    let dir = d.path();
+    std::fs::write(
+        dir.join("b.hip"),
+        "#include <hip/hip_runtime.h>\n__global__ void bk(float *p) { p[threadIdx.x] = 1; \
+         __syncthreads(); p[threadIdx.x + 1] += 1; }\nint main() { return 0; }\n",
+    )
+    .unwrap();
+    let flags = run_ok(
+        driver(dir)
+            .env("SQTT_PLUGIN", plugin_path())
+            .arg("--sqtt-flags=clang++-15"),
+    );
+    let flags = shell_words::split(flags.trim()).unwrap();
+    assert!(
+        flags.iter().any(|f| f.starts_with("-fpass-plugin=")),
+        "{flags:?}"
+    );
+    // A plain clang++, no wrapper, no launcher, no SQTT_* in the environment.
+    let build = |toml: &str| {
+        std::fs::write(dir.join("sqtt.toml"), toml).unwrap();
+        let _ = std::fs::remove_file(dir.join("b"));
+        let mut c = Command::new("clang++-15");
+        c.current_dir(dir)
+            .args(["-x", "hip", "--offload-arch=gfx90a", "--rocm-path=/usr"])
+            .arg("--hip-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode")
+            .arg("--hip-link")
+            .args(&flags)
+            .args(["b.hip", "-o", "b"]);
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("SQTT_") {
+                c.env_remove(k);
+            }
+        }
+        c.output().unwrap()
+    };
+    let points = |o: &Output| -> String {
+        assert_eq!(o.status.code(), Some(0), "{}", err(o));
+        let c = driver(dir)
+            .arg("--check")
+            .arg(dir.join("b"))
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&c.stdout).into_owned();
+        out.split_whitespace()
+            .find(|w| w.starts_with("points="))
+            .unwrap_or_else(|| panic!("{out}"))
+            .to_string()
+    };
+    assert_eq!(points(&build("instrument_barriers = true\n")), "points=3");
+    assert_eq!(points(&build("instrument_barriers = false\n")), "points=0");
+    // A bad value is an error naming the file, not silently the defaults.
+    let o = build("shader_clock_bits = 99\n");
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        err(&o).contains("sqtt.toml") && err(&o).contains("shader_clock_bits"),
+        "{}",
+        err(&o)
+    );
+}
