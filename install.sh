@@ -7,7 +7,8 @@
 #   ./install.sh --prefix ~/.local    also install: PREFIX/bin/{sqtt-hipcc,sqtt},
 #                                     PREFIX/lib/sqtt-hipcc/llvm-<N>/libsqtt_plugin.so,
 #                                     PREFIX/lib/cmake/SqttHipcc/ (find_package(SqttHipcc)),
-#                                     PREFIX/share/{bash-completion,zsh,fish,man/man1,doc/sqtt-hipcc}
+#                                     PREFIX/share/{bash-completion,zsh,fish,man/man1,doc/sqtt-hipcc},
+#                                     PREFIX/include/sqtt-hipcc/markers.hpp
 #
 # Plugins go to target/release/lib/sqtt-hipcc/llvm-<N>/ (where target/release/sqtt-hipcc looks)
 # and, with --prefix, to PREFIX/lib/sqtt-hipcc/llvm-<N>/. sqtt-hipcc picks the one matching its
@@ -17,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
 usage() {
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -102,6 +103,8 @@ if [ -n "$prefix" ]; then
   "$out/sqtt-hipcc" --sqtt-man >"$prefix/share/man/man1/sqtt-hipcc.1"
   "$out/sqtt-hipcc" --sqtt-man=check >"$prefix/share/man/man1/sqtt-hipcc-check.1"
   cp README.md docs/*.md sqtt.toml.example "$prefix/share/doc/sqtt-hipcc/"
+  mkdir -p "$prefix/include/sqtt-hipcc"
+  cp markers/include/markers.hpp "$prefix/include/sqtt-hipcc/"
   echo "install.sh: installed into $prefix (bin/, lib/sqtt-hipcc/, lib/cmake/SqttHipcc/, share/)" >&2
 fi
 "$out/sqtt-hipcc" --sqtt-toolchain 2>/dev/null | sed 's/^/install.sh: /' >&2 || true
