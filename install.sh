@@ -5,7 +5,10 @@
 #   ./install.sh                      plugin for the hipcc found; all under target/release/
 #   ./install.sh --llvm 15,22         plugins for LLVM 15 and 22 side by side
 #   ./install.sh --prefix ~/.local    also install: PREFIX/bin/{sqtt-hipcc,sqtt},
-#                                     PREFIX/lib/sqtt-hipcc/llvm-<N>/libsqtt_plugin.so
+#                                     PREFIX/lib/sqtt-hipcc/llvm-<N>/libsqtt_plugin.so,
+#                                     PREFIX/lib/cmake/SqttHipcc/ (find_package(SqttHipcc)),
+#                                     PREFIX/share/{bash-completion,zsh,fish,man/man1,doc/sqtt-hipcc},
+#                                     PREFIX/include/sqtt-hipcc/markers.hpp
 #
 # Plugins go to target/release/lib/sqtt-hipcc/llvm-<N>/ (where target/release/sqtt-hipcc looks)
 # and, with --prefix, to PREFIX/lib/sqtt-hipcc/llvm-<N>/. sqtt-hipcc picks the one matching its
@@ -15,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
 usage() {
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -88,6 +91,20 @@ done
 if [ -n "$prefix" ]; then
   mkdir -p "$prefix/bin"
   cp "$out/sqtt-hipcc" "$out/sqtt" "$prefix/bin/"
-  echo "install.sh: installed into $prefix (bin/, lib/sqtt-hipcc/)" >&2
+  mkdir -p "$prefix/lib/cmake/SqttHipcc"
+  cp cmake/SqttHipccConfig.cmake "$prefix/lib/cmake/SqttHipcc/"
+  # Completions and man pages (clap_complete / clap_mangen, from the binary), and the docs
+  # --sqtt-help points to.
+  mkdir -p "$prefix/share/bash-completion/completions" "$prefix/share/zsh/site-functions" \
+    "$prefix/share/fish/vendor_completions.d" "$prefix/share/man/man1" "$prefix/share/doc/sqtt-hipcc"
+  "$out/sqtt-hipcc" --sqtt-completions=bash >"$prefix/share/bash-completion/completions/sqtt-hipcc"
+  "$out/sqtt-hipcc" --sqtt-completions=zsh >"$prefix/share/zsh/site-functions/_sqtt-hipcc"
+  "$out/sqtt-hipcc" --sqtt-completions=fish >"$prefix/share/fish/vendor_completions.d/sqtt-hipcc.fish"
+  "$out/sqtt-hipcc" --sqtt-man >"$prefix/share/man/man1/sqtt-hipcc.1"
+  "$out/sqtt-hipcc" --sqtt-man=check >"$prefix/share/man/man1/sqtt-hipcc-check.1"
+  cp README.md docs/*.md sqtt.toml.example "$prefix/share/doc/sqtt-hipcc/"
+  mkdir -p "$prefix/include/sqtt-hipcc"
+  cp markers/include/markers.hpp "$prefix/include/sqtt-hipcc/"
+  echo "install.sh: installed into $prefix (bin/, lib/sqtt-hipcc/, lib/cmake/SqttHipcc/, share/)" >&2
 fi
 "$out/sqtt-hipcc" --sqtt-toolchain 2>/dev/null | sed 's/^/install.sh: /' >&2 || true

@@ -4,7 +4,7 @@
 # and clang-16 for the LLVM 16 lane. Idempotent: a second run installs nothing.
 set -euo pipefail
 
-packages=(hipcc llvm-15-dev clang-15 clang-tools-15 lld-15 cmake clang-16 llvm-16-dev clang-tools-16 lld-16 librocprim-dev librocrand-dev bc)
+packages=(hipcc llvm-15-dev clang-15 clang-tools-15 lld-15 cmake clang-16 llvm-16-dev clang-tools-16 lld-16 librocprim-dev librocrand-dev bc ccache ninja-build)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -137,7 +137,10 @@ impl Requirement {
             return true;
         }
         let d = demangle(&e.name);
-        d != e.name && (self.glob.matches(&d) || self.glob.matches(strip_params(&d)))
+        d != e.name
+            && (self.glob.matches(&d)
+                || self.glob.matches(strip_params(&d))
+                || base_names(&d).iter().any(|b| self.glob.matches(b)))
     }
 
     /// Names of the rows of a code object's funcmap that satisfy the requirement.
@@ -153,6 +156,73 @@ impl Requirement {
             })
             .unwrap_or_default()
     }
+}
+
+/// The shorter names a demangled function is known by: `void ns::triad_kernel<float>(float*)`
+/// gives `ns::triad_kernel<float>`, `ns::triad_kernel`, `triad_kernel<float>` and `triad_kernel`
+/// (a template's return type comes first in its demangled name; the base name is what people
+/// write in `--require kernel:triad_kernel`).
+pub fn base_names(demangled: &str) -> Vec<String> {
+    let t = strip_params(demangled);
+    // Drop a return type: everything up to the last space outside <...> and (...).
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in t.char_indices() {
+        match c {
+            '<' | '(' => depth += 1,
+            '>' | ')' => depth -= 1,
+            ' ' if depth == 0 => start = i + 1,
+            _ => {}
+        }
+    }
+    let qualified = &t[start..];
+    let mut out = vec![qualified.to_string()];
+    let without_args = strip_template_args(qualified);
+    out.push(without_args.to_string());
+    for n in [qualified, without_args] {
+        if let Some(last) = split_last_scope(n) {
+            out.push(last.to_string());
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// `f<int, g<h>>` -> `f` (a trailing balanced template argument list).
+fn strip_template_args(name: &str) -> &str {
+    if !name.ends_with('>') {
+        return name;
+    }
+    let mut depth = 0i32;
+    for (i, c) in name.char_indices().rev() {
+        match c {
+            '>' => depth += 1,
+            '<' => {
+                depth -= 1;
+                if depth == 0 {
+                    return &name[..i];
+                }
+            }
+            _ => {}
+        }
+    }
+    name
+}
+
+/// `a::b<c::d>::f<x::y>` -> `f<x::y>` (the last `::` outside template arguments).
+fn split_last_scope(name: &str) -> Option<&str> {
+    let mut depth = 0i32;
+    let mut last = None;
+    let b = name.as_bytes();
+    for i in 0..b.len() {
+        match b[i] {
+            b'<' => depth += 1,
+            b'>' => depth -= 1,
+            b':' if depth == 0 && i + 1 < b.len() && b[i + 1] == b':' => last = Some(i + 2),
+            _ => {}
+        }
+    }
+    last.map(|i| &name[i..])
 }
 
 /// `ns::f<int>(float*, int) const` -> `ns::f<int>`.
@@ -189,6 +259,25 @@ mod tests {
             name: name.into(),
             source_loc: None,
         }
+    }
+
+    #[test]
+    fn template_kernels_match_by_base_name() {
+        assert_eq!(
+            base_names("void ns::triad_kernel<float>(float*, int)"),
+            vec![
+                "ns::triad_kernel<float>",
+                "ns::triad_kernel",
+                "triad_kernel<float>",
+                "triad_kernel"
+            ]
+        );
+        let r = Requirement::parse("kernel:triad_kernel").unwrap();
+        assert!(r.matches_entry(&entry(EntryKind::Kernel, "_Z12triad_kernelIfEvPKT_S2_PS0_")));
+        let r = Requirement::parse("kernel:triad_kernel<float>").unwrap();
+        assert!(r.matches_entry(&entry(EntryKind::Kernel, "_Z12triad_kernelIfEvPKT_S2_PS0_")));
+        let r = Requirement::parse("kernel:triad").unwrap();
+        assert!(!r.matches_entry(&entry(EntryKind::Kernel, "_Z12triad_kernelIfEvPKT_S2_PS0_")));
     }
 
     #[test]

@@ -26,6 +26,9 @@ object, offload bundle, CCOB bundle) and checks it.
                        in every selected code object; KIND: kernel, function, user, point,
                        barrier, memory, address, any (repeatable)
   --arch GFX           check only code objects of this processor (e.g. gfx90a)
+  --quiet              one summary line per code object instead of the tables
+  --skip-non-amdgpu    skip (with a note) files that hold no AMDGPU code: directories, scripts,
+                       empty files, host-only binaries (so `--check build/bin/*` works)
   --help               this text
 
 Exit status: 0 all valid and all requirements met, 1 a check failed, 2 usage error.
@@ -36,6 +39,8 @@ struct Options {
     json: bool,
     requires: Vec<Requirement>,
     arch: Option<String>,
+    quiet: bool,
+    skip_other: bool,
     files: Vec<String>,
 }
 
@@ -45,60 +50,142 @@ fn usage(msg: &str) -> i32 {
     2
 }
 
+/// `--check`'s options as a clap command (also the source of the completions and man page).
+pub fn command() -> clap::Command {
+    use clap::{Arg, ArgAction, Command};
+    Command::new("sqtt-hipcc --check")
+        .about("Print and check the .sqtt_funcmap of every code object in FILE")
+        .disable_help_flag(true)
+        .disable_version_flag(true)
+        .arg(
+            Arg::new("help")
+                .long("help")
+                .short('h')
+                .action(ArgAction::SetTrue)
+                .help("this text"),
+        )
+        .arg(
+            Arg::new("demangle")
+                .long("demangle")
+                .action(ArgAction::SetTrue)
+                .help("demangle C++ names in the table"),
+        )
+        .arg(
+            Arg::new("json")
+                .long("json")
+                .action(ArgAction::SetTrue)
+                .help("print a JSON report (docs/check-json.md) instead of the tables"),
+        )
+        .arg(
+            Arg::new("quiet")
+                .long("quiet")
+                .short('q')
+                .action(ArgAction::SetTrue)
+                .help("one summary line per code object instead of the tables"),
+        )
+        .arg(
+            Arg::new("skip-non-amdgpu")
+                .long("skip-non-amdgpu")
+                .action(ArgAction::SetTrue)
+                .help("skip files that hold no AMDGPU code (directories, scripts, host binaries)"),
+        )
+        .arg(
+            Arg::new("require")
+                .long("require")
+                .value_name("KIND:GLOB")
+                .action(ArgAction::Append)
+                .allow_hyphen_values(true)
+                .help("require a funcmap row of KIND whose name matches GLOB (repeatable)"),
+        )
+        .arg(
+            Arg::new("arch")
+                .long("arch")
+                .value_name("GFX")
+                .help("check only code objects of this processor (e.g. gfx90a)"),
+        )
+        .arg(
+            Arg::new("files")
+                .value_name("FILE")
+                .num_args(0..)
+                .action(ArgAction::Append)
+                .value_hint(clap::ValueHint::FilePath),
+        )
+}
+
 fn parse(args: &[String]) -> Result<Option<Options>, String> {
-    let mut o = Options {
-        demangle: false,
-        json: false,
-        requires: Vec::new(),
-        arch: None,
-        files: Vec::new(),
-    };
-    let mut i = 0;
-    let mut only_files = false;
-    while i < args.len() {
-        let a = &args[i];
-        i += 1;
-        if only_files || !a.starts_with('-') || a == "-" {
-            o.files.push(a.clone());
-            continue;
-        }
-        let (name, inline) = match a.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
-            _ => (a.as_str(), None),
-        };
-        let mut value = |what: &str| -> Result<String, String> {
-            if let Some(v) = inline.clone() {
-                return Ok(v);
-            }
-            i += 1;
-            args.get(i - 1)
-                .cloned()
-                .ok_or_else(|| format!("{name} needs a value ({what})"))
-        };
-        match name {
-            "--" => only_files = true,
-            "--help" | "-h" => return Ok(None),
-            "--demangle" if inline.is_none() => o.demangle = true,
-            "--json" if inline.is_none() => o.json = true,
-            "--require" => {
-                let spec = value("KIND:GLOB")?;
-                o.requires
-                    .push(Requirement::parse(&spec).map_err(|e| e.to_string())?);
-            }
-            "--arch" => {
-                let v = value("a processor such as gfx90a")?;
-                if v.is_empty() {
-                    return Err("--arch needs a processor such as gfx90a".into());
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let m = command()
+        .try_get_matches_from(std::iter::once("--check".to_string()).chain(args.iter().cloned()))
+        .map_err(|e| {
+            let ctx = |k| match e.get(k) {
+                Some(ContextValue::String(s)) => s.clone(),
+                _ => String::new(),
+            };
+            match e.kind() {
+                ErrorKind::UnknownArgument => {
+                    format!("unknown option {}", ctx(ContextKind::InvalidArg))
                 }
-                o.arch = Some(v);
+                ErrorKind::InvalidValue | ErrorKind::NoEquals => {
+                    let arg = ctx(ContextKind::InvalidArg);
+                    let name = arg.split([' ', '=']).next().unwrap_or_default().to_string();
+                    format!("{name} needs a value")
+                }
+                _ => e
+                    .to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .trim_start_matches("error: ")
+                    .to_string(),
             }
-            _ => return Err(format!("unknown option {a}")),
-        }
+        })?;
+    if m.get_flag("help") {
+        return Ok(None);
     }
+    let mut requires = Vec::new();
+    for spec in m.get_many::<String>("require").into_iter().flatten() {
+        requires.push(Requirement::parse(spec).map_err(|e| e.to_string())?);
+    }
+    let arch = m.get_one::<String>("arch").cloned();
+    if arch.as_deref() == Some("") {
+        return Err("--arch needs a processor such as gfx90a".into());
+    }
+    let o = Options {
+        demangle: m.get_flag("demangle"),
+        json: m.get_flag("json"),
+        requires,
+        arch,
+        quiet: m.get_flag("quiet"),
+        skip_other: m.get_flag("skip-non-amdgpu"),
+        files: m
+            .get_many::<String>("files")
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect(),
+    };
     if o.files.is_empty() {
         return Err("no FILE given".into());
     }
     Ok(Some(o))
+}
+
+/// `--quiet`: `FILE [ARCH] (LOCATION): STATE`.
+fn summary_line(path: &str, co: &CodeObject) -> String {
+    let kernels = co.kernels().count();
+    let state = match &co.funcmap {
+        FuncmapState::NotLinked => "not linked yet (-fgpu-rdc bitcode)".to_string(),
+        FuncmapState::Missing => format!("no funcmap, {kernels} kernel(s)"),
+        FuncmapState::Malformed(e) => format!("malformed funcmap: {e}"),
+        FuncmapState::Present { map, problems, .. } if problems.is_empty() => format!(
+            "funcmap ok, {} row(s), {kernels} kernel(s)",
+            map.entries.len()
+        ),
+        FuncmapState::Present { problems, .. } => {
+            format!("invalid funcmap, {} problem(s)", problems.len())
+        }
+    };
+    format!("{path} [{}] ({}): {state}", co.arch, co.location)
 }
 
 struct FileResult {
@@ -118,8 +205,24 @@ pub fn main(args: &[String]) -> i32 {
     let mut failed = false;
     let mut usage_error = false;
     let mut files: Vec<FileResult> = Vec::new();
+    let mut skipped: Vec<&str> = Vec::new();
     for f in &o.files {
-        let result = sqtt_codeobj::read_path(std::path::Path::new(f)).map(|cos| {
+        let path = std::path::Path::new(f);
+        if o.skip_other && path.is_dir() {
+            skipped.push(f);
+            continue;
+        }
+        let all = sqtt_codeobj::read_path(path);
+        let no_amdgpu = match &all {
+            Ok(cos) => cos.is_empty(),
+            Err(Error::Unrecognised { .. }) => true,
+            Err(_) => path.metadata().is_ok_and(|m| m.len() == 0),
+        };
+        if o.skip_other && no_amdgpu {
+            skipped.push(f);
+            continue;
+        }
+        let result = all.map(|cos| {
             cos.into_iter()
                 .filter(|c| o.arch.as_deref().is_none_or(|a| c.matches_arch(a)))
                 .collect::<Vec<_>>()
@@ -130,8 +233,18 @@ pub fn main(args: &[String]) -> i32 {
         });
     }
 
+    if files.is_empty() {
+        // Everything skipped: a CI glob that matched no device code is a failure, not a pass.
+        eprintln!("sqtt-hipcc --check: none of the files holds AMDGPU code");
+        return 1;
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    if !o.json {
+        for f in &skipped {
+            let _ = writeln!(out, "{f}: no AMDGPU code, skipped");
+        }
+    }
     let mut errors: Vec<String> = Vec::new();
     let mut file_reports = Vec::new();
     for fr in &files {
@@ -164,7 +277,9 @@ pub fn main(args: &[String]) -> i32 {
                     if !problems.is_empty() {
                         failed = true;
                     }
-                    if !o.json {
+                    if o.quiet && !o.json {
+                        let _ = writeln!(out, "{}", summary_line(&fr.path, co));
+                    } else if !o.json {
                         let _ = write!(out, "{}", render_code_object(&fr.path, co, o.demangle));
                     }
                     for p in &problems {

@@ -114,9 +114,12 @@ fn search_path(
     getenv: &dyn Fn(&str) -> Option<OsString>,
     accept: &dyn Fn(&Path) -> bool,
 ) -> Option<PathBuf> {
+    // `which` does the PATH walk (empty entries, executability); `accept` skips sqtt-hipcc
+    // itself, which may come first on PATH under the same name.
     let path = getenv("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
+    let cwd = std::env::current_dir().ok()?;
+    which::which_in_all(name, Some(path), cwd)
+        .ok()?
         .find(|p| is_executable(p) && accept(p))
 }
 

@@ -7,6 +7,7 @@
 
 mod args;
 mod check;
+mod docs;
 mod locate;
 mod wrap;
 

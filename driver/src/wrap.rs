@@ -9,7 +9,7 @@ use std::process::Command;
 use sqtt_codeobj::FuncmapState;
 use sqtt_config::Settings;
 
-use crate::args::{classify, expand_response_files, StepKind};
+use crate::args::{classify, expand_response_files, Classified, StepKind};
 use crate::locate::{self, DEPTH_VAR};
 use crate::Fail;
 
@@ -24,13 +24,23 @@ pub struct OwnOptions {
     /// `--sqtt-toolchain`: print the hipcc, its clang major, the LLVM directory and the plugin
     /// the wrapper would use (what install.sh builds for).
     pub toolchain: bool,
+    /// `--sqtt-flags[=CLANG]`: print the flags that instrument a plain `clang++ -x hip`.
+    pub flags: Option<Option<PathBuf>>,
+    /// `--sqtt-launch CMD...`: run CMD with the resolved settings exported (a compiler launcher
+    /// for the CMake HIP-language route).
+    pub launch: bool,
+    /// `--sqtt-completions=SHELL`.
+    pub completions: Option<String>,
+    /// `--sqtt-man[=check]`.
+    pub man: Option<Option<String>>,
 }
 
 pub const OWN_OPTIONS_HELP: &str = "\
 sqtt-hipcc: a drop-in hipcc that builds with SQTT instrumentation
 
 usage: sqtt-hipcc [--sqtt-config=PATH] [--sqtt-verbose] HIPCC-ARGUMENTS...
-       sqtt-hipcc --check [--demangle] [--json] [--require KIND:GLOB]... [--arch GFX] FILE...
+       sqtt-hipcc --check [--demangle] [--json] [--quiet] [--skip-non-amdgpu] [--require KIND:GLOB]...
+                          [--arch GFX] FILE...
 
 Own options (never passed to hipcc):
   --sqtt-config=PATH   use this sqtt.toml (default: SQTT_CONFIG, else sqtt.toml found from the
@@ -39,9 +49,16 @@ Own options (never passed to hipcc):
   --sqtt-include-dir   print the directory of markers.hpp and exit
   --sqtt-toolchain     print the hipcc found, its clang's LLVM major, that LLVM's directory and
                        the plugin chosen for it (key=value lines), and exit
+  --sqtt-flags[=CLANG] print the flags that instrument a plain `CLANG -x hip` compile (plugin
+                       for that clang's LLVM major, default hipcc's; include dir; -DSQTT_ENABLED=1)
+  --sqtt-launch CMD... run CMD with the resolved settings exported as SQTT_* (a compiler launcher
+                       for the flags above; the CMake package sqtt_instrument() sets both)
+  --sqtt-completions=SHELL  print a completion script (bash, zsh, fish, elvish, powershell)
+  --sqtt-man[=check]   print the man page sqtt-hipcc(1) (or sqtt-hipcc-check(1))
   --sqtt-help          this text
 
-Settings: sqtt.toml, then SQTT_* variables over it (see docs/driver.md).
+Settings: sqtt.toml, then SQTT_* variables over it (see docs/driver.md; installed under
+PREFIX/share/doc/sqtt-hipcc/ by install.sh --prefix).
 ";
 
 /// Splits `--sqtt-*` options off the arguments.
@@ -82,11 +99,22 @@ pub fn split_own(argv: &[String]) -> Result<(OwnOptions, Vec<String>), Fail> {
             "help" if value.is_none() => own.help = true,
             "include-dir" if value.is_none() => own.include_dir = true,
             "toolchain" if value.is_none() => own.toolchain = true,
+            "completions" if value.as_deref().is_some_and(|v| !v.is_empty()) => {
+                own.completions = value
+            }
+            "man" => own.man = Some(value),
+            "flags" => own.flags = Some(value.filter(|v| !v.is_empty()).map(PathBuf::from)),
+            "launch" if value.is_none() => {
+                own.launch = true;
+                rest.extend(argv[i..].iter().cloned());
+                break;
+            }
             _ => {
                 return Err(Fail::usage(format!(
                     "unknown option {a}; sqtt-hipcc's own options are --sqtt-config=PATH, \
-                     --sqtt-verbose, --sqtt-include-dir, --sqtt-toolchain and --sqtt-help (every \
-                     other option goes to hipcc)"
+                     --sqtt-verbose, --sqtt-include-dir, --sqtt-toolchain, --sqtt-flags[=CLANG], \
+                     --sqtt-launch CMD..., --sqtt-completions=SHELL, --sqtt-man[=check] and --sqtt-help \
+                     (every other option goes to hipcc)"
                 )))
             }
         }
@@ -132,6 +160,18 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
     if own.toolchain {
         return print_toolchain(&own);
     }
+    if let Some(shell) = &own.completions {
+        return crate::docs::completions(shell);
+    }
+    if let Some(page) = &own.man {
+        return crate::docs::man(page.as_deref());
+    }
+    if let Some(clang) = &own.flags {
+        return print_flags(&own, clang.as_deref());
+    }
+    if own.launch {
+        return launch(&own, &args);
+    }
     if getenv(DEPTH_VAR).is_some_and(|v| !v.is_empty()) {
         return Err(Fail::usage(
             "sqtt-hipcc is calling itself (the hipcc it found runs sqtt-hipcc again); set \
@@ -157,20 +197,42 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
                     .map(PathBuf::from)
             });
             let hipcc = locate::find_hipcc(configured.as_deref(), &getenv)?;
-            let verbose = own.verbose || verbose_env || settings.is_some_and(|s| s.verbose);
+            let verbose =
+                own.verbose || verbose_env || settings.as_ref().is_some_and(|s| s.verbose);
+            init_trace(verbose);
+            // Preprocessing (-E, -M, -MM; ccache's preprocessor mode) sees what the compile
+            // sees: the markers include directory and SQTT_ENABLED. hipcc's output is
+            // otherwise its own.
+            let mut extra: Vec<String> = Vec::new();
+            if cls.kind == StepKind::Preprocess {
+                extra.push(format!(
+                    "-I{}",
+                    locate::markers_include_dir(&getenv)?.display()
+                ));
+                if settings.as_ref().is_some_and(|s| s.enabled) {
+                    extra.push("-DSQTT_ENABLED=1".into());
+                }
+            }
             let mut cmd = Command::new(&hipcc);
-            cmd.args(&args).env(DEPTH_VAR, "1");
+            cmd.args(&args).args(&extra).env(DEPTH_VAR, "1");
             if verbose {
-                eprintln!(
+                let all: Vec<String> = args.iter().chain(&extra).cloned().collect();
+                tracing::info!(
                     "sqtt-hipcc: {:?} step, running {}",
                     cls.kind,
-                    show(&hipcc, &args)
+                    show(&hipcc, &all)
+                );
+            }
+            if cls.kind == StepKind::Probe && args.iter().any(|a| a == "--help") {
+                eprintln!(
+                    "sqtt-hipcc: hipcc's help follows; sqtt-hipcc's own options: sqtt-hipcc \
+                     --sqtt-help, --check --help"
                 );
             }
             if cls.version {
                 let status = run(&mut cmd, &hipcc)?;
                 if status.success() {
-                    print_plugin_identity(&hipcc);
+                    print_plugin_identity(&hipcc, settings.as_ref(), config_file(&own, &cwd));
                 }
                 return Ok(exit_code(status));
             }
@@ -182,12 +244,16 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
                 eprintln!("sqtt-hipcc: warning: {w}");
             }
             let verbose = own.verbose || settings.verbose || verbose_env;
+            init_trace(verbose);
             let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;
-            let instrument = settings.enabled && cls.kind == StepKind::Compile;
+            // A host-only compile has no device code: the plugin flag would only draw
+            // "argument unused" (an error under -Werror).
+            let instrument = settings.enabled && cls.kind == StepKind::Compile && !cls.host_only;
             // -fgpu-rdc: compiles leave IDs and the funcmap to the device link, where the
             // plugin runs once over every translation unit (loaded into lld).
             let rdc_link = settings.enabled && cls.rdc && cls.links();
             let mut extra: Vec<String> = Vec::new();
+            let mut plugin_used: Option<PathBuf> = None;
             if instrument || rdc_link {
                 // An explicit SQTT_PLUGIN is checked before hipcc runs at all; otherwise the
                 // plugin is chosen by hipcc's clang major (cached).
@@ -206,7 +272,12 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
                 if rdc_link {
                     extra.push("-Xoffload-linker".into());
                     extra.push(format!("--load-pass-plugin={}", plugin.display()));
+                    // clang 15 hands -Xoffload-linker to the HIP device lld without marking it
+                    // used, so it warns "argument unused during compilation" (an error with
+                    // -Werror) although lld loads the plugin. Silence that one diagnostic.
+                    extra.push("-Qunused-arguments".into());
                 }
+                plugin_used = Some(plugin);
             }
             if cls.kind != StepKind::Link {
                 let include = locate::markers_include_dir(&getenv)?;
@@ -234,17 +305,18 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
             };
             if verbose {
                 let all: Vec<String> = args.iter().chain(&extra).cloned().collect();
-                eprintln!(
+                tracing::info!(
                     "sqtt-hipcc: {:?} step, instrumentation {}, running {}",
                     cls.kind,
                     if instrument { "on" } else { "off" },
                     show(&hipcc, &all)
                 );
                 if settings.enabled {
-                    eprintln!("sqtt-hipcc: settings {}", settings.fingerprint());
+                    tracing::info!("sqtt-hipcc: settings {}", settings.fingerprint());
                 }
             }
-            if outputs.is_empty() {
+            let deps = dep_file(&args, &cls, &cwd);
+            if outputs.is_empty() && deps.is_none() {
                 return Err(exec(cmd, &hipcc));
             }
             let status = run(&mut cmd, &hipcc)?;
@@ -255,8 +327,27 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
             // come from builds without the plugin (their funcmaps, when present, are checked).
             let require = (instrument && cls.objects.is_empty()) || rdc_link;
             post_check(&outputs, require, verbose)?;
+            if cls.kind == StepKind::Compile {
+                let toml = config_file(&own, &cwd).filter(|p| p.is_file());
+                add_dep_file_inputs(&args, &cls, &cwd, toml.as_deref(), plugin_used.as_deref())?;
+            }
             Ok(0)
         }
+    }
+}
+
+/// `--sqtt-verbose` / `SQTT_VERBOSE`: the trace goes through `tracing` to stderr, message only
+/// (no time, level or target), and nothing is installed when it is off (silent by default).
+fn init_trace(verbose: bool) {
+    if verbose {
+        let _ = tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .without_time()
+            .with_level(false)
+            .with_target(false)
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .try_init();
     }
 }
 
@@ -295,6 +386,76 @@ fn check_llvm_major(plugin: &Path, hipcc: &Path) -> Result<(), Fail> {
     Ok(())
 }
 
+/// `--sqtt-flags[=CLANG]`: one shell-quoted line with the flags that instrument a plain
+/// `clang++ -x hip` compile: the plugin built for CLANG's major (default: hipcc's clang), the
+/// markers include directory and `-DSQTT_ENABLED=1`. The plugin reads its settings from the
+/// `SQTT_*` environment only (no plugin options yet), so settings reach it through
+/// `--sqtt-launch` (the CMake package sets it as the compiler launcher).
+fn print_flags(own: &OwnOptions, clang: Option<&Path>) -> Result<i32, Fail> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Fail::usage(format!("cannot read the working directory: {e}")))?;
+    let settings = load_settings(own, &cwd)?;
+    let major = match clang {
+        Some(c) => {
+            // A bare name is looked up on PATH, as for `hipcc` in sqtt.toml.
+            let c = locate::find_hipcc(Some(c), &getenv)?;
+            locate::hipcc_clang_major(&c, &getenv)?
+        }
+        None => {
+            let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;
+            locate::hipcc_clang_major(&hipcc, &getenv)?
+        }
+    };
+    let mut flags = Vec::new();
+    if settings.enabled {
+        let plugin = locate::find_plugin(&getenv, Some(major))?;
+        let info = locate::plugin_info(&plugin)?;
+        if info.llvm_major != Some(major) {
+            return Err(Fail::usage(format!(
+                "the plugin {} is not built for LLVM {major}; build it with `{}`",
+                plugin.display(),
+                locate::plugin_build_command(major)
+            )));
+        }
+        flags.push("-Xarch_device".to_string());
+        flags.push(format!("-fpass-plugin={}", plugin.display()));
+    }
+    flags.push(format!(
+        "-I{}",
+        locate::markers_include_dir(&getenv)?.display()
+    ));
+    if settings.enabled {
+        flags.push("-DSQTT_ENABLED=1".into());
+    }
+    println!("{}", shell_words::join(flags));
+    Ok(0)
+}
+
+/// `--sqtt-launch CMD...`: runs CMD with the settings the wrapper would export (sqtt.toml found
+/// from the working directory, `SQTT_*` over it), so a plugin loaded by `--sqtt-flags` reads
+/// exactly what the wrapper would give it.
+fn launch(own: &OwnOptions, cmd: &[String]) -> Result<i32, Fail> {
+    let Some((prog, rest)) = cmd.split_first() else {
+        return Err(Fail::usage(
+            "--sqtt-launch needs a command: sqtt-hipcc --sqtt-launch clang++ ARGS...".into(),
+        ));
+    };
+    let cwd = std::env::current_dir()
+        .map_err(|e| Fail::usage(format!("cannot read the working directory: {e}")))?;
+    let settings = load_settings(own, &cwd)?;
+    let mut c = Command::new(prog);
+    c.args(rest);
+    for (k, v) in settings.to_env() {
+        c.env(k, v);
+    }
+    c.env(
+        sqtt_config::var::ENABLED,
+        if settings.enabled { "1" } else { "0" },
+    );
+    c.env_remove(sqtt_config::var::DEFER_TO_LINK);
+    Err(exec(c, Path::new(prog)))
+}
+
 /// `--sqtt-toolchain`: what the wrapper finds, as `key=value` lines on stdout.
 fn print_toolchain(own: &OwnOptions) -> Result<i32, Fail> {
     let cwd = std::env::current_dir()
@@ -320,7 +481,79 @@ fn print_toolchain(own: &OwnOptions) -> Result<i32, Fail> {
     Ok(0)
 }
 
-fn print_plugin_identity(hipcc: &Path) {
+/// The dependency file hipcc writes for `-MD`/`-MMD` (`-MF FILE`, else the output with `.d`),
+/// or None when the step writes none.
+fn dep_file(args: &[String], cls: &Classified, cwd: &Path) -> Option<PathBuf> {
+    if cls.kind != StepKind::Compile || !args.iter().any(|a| a == "-MD" || a == "-MMD") {
+        return None;
+    }
+    let mut mf = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "-MF" {
+            mf = it.next().map(PathBuf::from);
+        } else if let Some(v) = a.strip_prefix("-MF") {
+            mf = Some(PathBuf::from(v));
+        }
+    }
+    let f = mf.or_else(|| {
+        cls.output
+            .as_ref()
+            .or(cls.sources.first())
+            .map(|o| o.with_extension("d"))
+            .map(|d| match cls.output {
+                Some(_) => d,
+                None => PathBuf::from(d.file_name().unwrap_or_default()),
+            })
+    })?;
+    Some(cwd.join(f))
+}
+
+/// Adds the sqtt.toml in effect and the plugin to the first rule of the dependency file, so
+/// Make and Ninja rebuild the object when either changes.
+fn add_dep_file_inputs(
+    args: &[String],
+    cls: &Classified,
+    cwd: &Path,
+    toml: Option<&Path>,
+    plugin: Option<&Path>,
+) -> Result<(), Fail> {
+    let Some(d) = dep_file(args, cls, cwd) else {
+        return Ok(());
+    };
+    let extra: Vec<PathBuf> = toml
+        .into_iter()
+        .chain(plugin)
+        .map(|p| std::fs::canonicalize(cwd.join(p)).unwrap_or_else(|_| cwd.join(p)))
+        .collect();
+    if extra.is_empty() {
+        return Ok(());
+    }
+    let Ok(text) = std::fs::read_to_string(&d) else {
+        return Ok(()); // hipcc wrote none (e.g. -MD with several sources): nothing to extend
+    };
+    // The first rule ends at the first newline not escaped by a backslash.
+    let bytes = text.as_bytes();
+    let end = (0..bytes.len())
+        .find(|&i| bytes[i] == b'\n' && (i == 0 || bytes[i - 1] != b'\\'))
+        .unwrap_or(bytes.len());
+    let mut added = String::new();
+    for p in &extra {
+        let esc = p.display().to_string().replace(' ', "\\ ");
+        added.push_str(&format!(" \\\n  {esc}"));
+    }
+    let new = format!("{}{}{}", &text[..end], added, &text[end..]);
+    std::fs::write(&d, new).map_err(|e| Fail::usage(format!("cannot extend {}: {e}", d.display())))
+}
+
+/// Hex SHA-256 of the resolved settings (the `--version` line ccache's `compiler_check` sees).
+pub fn settings_hash(settings: &Settings) -> String {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(settings.fingerprint().as_bytes());
+    d.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+fn print_plugin_identity(hipcc: &Path, settings: Option<&Settings>, toml: Option<PathBuf>) {
     let major = locate::hipcc_clang_major(hipcc, &getenv).ok();
     let line = match locate::find_plugin(&getenv, major) {
         Ok(p) => match locate::content_hash(&p) {
@@ -337,8 +570,19 @@ fn print_plugin_identity(hipcc: &Path) {
         },
         Err(_) => format!("sqtt-hipcc {}: plugin not found", env!("CARGO_PKG_VERSION")),
     };
+    // The settings line: ccache/sccache with `compiler_check = %compiler% --version` miss
+    // when a setting changes (and, by the line above, when the plugin is rebuilt).
+    let settings_line = match settings {
+        Some(s) => format!(
+            "sqtt-hipcc settings: sha256:{} (config {})",
+            settings_hash(s),
+            toml.map_or("none".into(), |p| p.display().to_string())
+        ),
+        None => "sqtt-hipcc settings: invalid (see the next compile's error)".into(),
+    };
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}");
+    let _ = writeln!(out, "{settings_line}");
     let _ = out.flush();
 }
 
@@ -406,7 +650,7 @@ fn post_check(outputs: &[PathBuf], require_funcmap: bool, verbose: bool) -> Resu
             }
         }
         if verbose {
-            eprintln!(
+            tracing::info!(
                 "sqtt-hipcc: checked {} code object(s) of {}",
                 cos.len(),
                 out.display()
@@ -414,11 +658,26 @@ fn post_check(outputs: &[PathBuf], require_funcmap: bool, verbose: bool) -> Resu
         }
     }
     if problems.is_empty() {
-        Ok(())
-    } else {
-        problems.push("the output file is kept; inspect it with `sqtt-hipcc --check FILE`".into());
-        Err(Fail::check(problems.join("\n")))
+        return Ok(());
     }
+    // A rejected output must not look up to date to make/ninja: move it aside.
+    for out in outputs.iter().filter(|o| o.is_file()) {
+        let mut aside = out.clone().into_os_string();
+        aside.push(".sqtt-rejected");
+        let aside = PathBuf::from(aside);
+        match std::fs::rename(out, &aside) {
+            Ok(()) => problems.push(format!(
+                "the output was moved to {} (inspect it with `sqtt-hipcc --check {}`)",
+                aside.display(),
+                aside.display()
+            )),
+            Err(e) => problems.push(format!(
+                "cannot move the rejected output {} aside: {e}",
+                out.display()
+            )),
+        }
+    }
+    Err(Fail::check(problems.join("\n")))
 }
 
 #[cfg(test)]

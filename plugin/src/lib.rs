@@ -121,7 +121,7 @@ pub(crate) unsafe fn run_phase(raw: LLVMModuleRef, requested: Phase) -> bool {
         }
         phase = Phase::Early;
     }
-    let settings = match Settings::from_process_env() {
+    let settings = match plugin_settings() {
         Ok(s) => s,
         Err(e) => {
             // Reported once, by the late phase (the early one does not run at -O0).
@@ -141,6 +141,26 @@ pub(crate) unsafe fn run_phase(raw: LLVMModuleRef, requested: Phase) -> bool {
         }
     }
     true
+}
+
+/// The settings, by the wrapper's rules however the plugin was loaded: under sqtt-hipcc
+/// (`SQTT_HIPCC_DEPTH` set) the wrapper has exported the merged settings; otherwise (a plain
+/// `clang++ -fpass-plugin=`, `opt`) the sqtt.toml named by `SQTT_CONFIG` or found from the
+/// working directory upward, then the `SQTT_*` variables over it.
+fn plugin_settings() -> Result<Settings, sqtt_config::ConfigError> {
+    let get = |k: &str| std::env::var(k).ok();
+    if get("SQTT_HIPCC_DEPTH").is_some_and(|v| !v.is_empty()) {
+        return Settings::from_process_env();
+    }
+    let file = get(sqtt_config::var::CONFIG)
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::current_dir()
+                .ok()
+                .and_then(|d| sqtt_config::find_config_file(&d))
+        });
+    Settings::load(file.as_deref(), get)
 }
 
 /// The metadata kinds of the pass's tags in a context, looked up once per context.

@@ -159,7 +159,7 @@ fn probes_links_and_unknown_pass_untouched() {
 }
 
 #[test]
-fn preprocessing_goes_to_hipcc_untouched() {
+fn preprocessing_gets_the_markers_include_dir_and_nothing_else() {
     let fx = Fx::new();
     for given in [
         &["-E", "k.hip"][..],
@@ -167,10 +167,17 @@ fn preprocessing_goes_to_hipcc_untouched() {
         &["-MM", "k.hip"],
         &["-E", "-dM", "-x", "hip", "-"],
     ] {
+        // What the compile would see (ccache preprocesses through the wrapper), no plugin.
         let o = fx.run(given, &[]);
         assert!(o.status.success(), "{}", stderr(&o));
-        assert_eq!(fx.argv(), s(given), "{given:?}");
+        let extra = added(&fx.argv(), given);
+        assert_eq!(extra.len(), 2, "{extra:?}");
+        assert!(extra[0].starts_with("-I"), "{extra:?}");
+        assert_eq!(extra[1], "-DSQTT_ENABLED=1");
         assert!(o.stdout.is_empty() && o.stderr.is_empty(), "{given:?}");
+        let o = fx.run(given, &[("SQTT_ENABLED", "0")]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(added(&fx.argv(), given).len(), 1, "disabled: only -I");
     }
     // The header's directory, for preprocessing by hand.
     let o = fx.run(&["--sqtt-include-dir"], &[]);
@@ -192,7 +199,7 @@ fn version_names_the_plugin_and_its_hash() {
     let out = String::from_utf8(o.stdout).unwrap();
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "HIP version: 5.2");
-    let last = lines.last().unwrap();
+    let last = lines[lines.len() - 2];
     assert!(
         last.contains(&plugin_path().display().to_string()) && last.contains("sha256:"),
         "{out}"
@@ -203,7 +210,19 @@ fn version_names_the_plugin_and_its_hash() {
     let p2 = fake_plugin(fx.path(), "sqtt-plugin;version=9.9.9;llvm_major=15");
     let o = fx.run(&["--version"], &[("SQTT_PLUGIN", p2.to_str().unwrap())]);
     let out2 = String::from_utf8(o.stdout).unwrap();
-    assert_ne!(out2.lines().last(), Some(*last));
+    assert_ne!(out2.lines().rev().nth(1), Some(last));
+    // The settings line: what ccache's `compiler_check = %compiler% --version` sees.
+    let settings = *lines.last().unwrap();
+    assert!(
+        settings.starts_with("sqtt-hipcc settings: sha256:"),
+        "{out}"
+    );
+    let o = fx.run(&["--version"], &[("SQTT_INSTRUMENT_BARRIERS", "1")]);
+    let out3 = String::from_utf8(o.stdout).unwrap();
+    assert_ne!(out3.lines().last(), Some(settings), "a setting changes it");
+    let o = fx.run(&["--version"], &[]);
+    let out4 = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(out4.lines().last(), Some(settings), "stable otherwise");
 }
 
 #[test]
@@ -597,7 +616,10 @@ fn rdc_compiles_defer_to_the_device_link_which_loads_the_plugin() {
     // The rdc link: the plugin loaded into the device lld, settings exported.
     let given = ["-fgpu-rdc", "a.o", "b.o", "-o", "app"];
     assert!(fx.run(&given, &[]).status.success());
-    assert_eq!(added(&fx.argv(), &given), s(&["-Xoffload-linker", &plugin]));
+    assert_eq!(
+        added(&fx.argv(), &given),
+        s(&["-Xoffload-linker", &plugin, "-Qunused-arguments"])
+    );
     assert!(recorded_env(fx.path()).contains(&"SQTT_SCOPE_CU=0x3".to_string()));
     // Compile and link in one step: both.
     let given = ["-fgpu-rdc", "k.hip", "-o", "app"];
@@ -613,6 +635,13 @@ fn rdc_compiles_defer_to_the_device_link_which_loads_the_plugin() {
     assert!(!recorded_env(fx.path())
         .iter()
         .any(|e| e.starts_with("SQTT_DEFER_TO_LINK")));
+    // Host-only: no device code, no plugin flag (it would be "unused" under -Werror).
+    let given = ["--cuda-host-only", "-c", "k.hip"];
+    assert!(fx.run(&given, &[]).status.success());
+    let extra = added(&fx.argv(), &given);
+    assert!(!extra
+        .iter()
+        .any(|a| a.contains("plugin") || a == "-Xarch_device"));
     // Disabled: nothing, the link untouched.
     let given = ["-fgpu-rdc", "a.o", "b.o", "-o", "app"];
     assert!(fx.run(&given, &[("SQTT_ENABLED", "0")]).status.success());

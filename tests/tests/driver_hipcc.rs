@@ -257,7 +257,7 @@ fn instrumented_build_is_checked_and_reports_its_funcmap() {
 }
 
 #[test]
-fn a_failed_post_build_check_is_an_error_and_keeps_the_output() {
+fn a_failed_post_build_check_is_an_error_and_moves_the_output_aside() {
     let d = workdir();
     // A hand-made funcmap joins the plugin's in the same section: ID 1 twice.
     let src = format!(
@@ -276,7 +276,10 @@ fn a_failed_post_build_check_is_an_error_and_keeps_the_output() {
         "{e}"
     );
     assert!(e.contains("[gfx90a]"), "{e}");
-    assert!(d.path().join("app").exists(), "the output stays");
+    // Moved aside, so make/ninja rebuild it next time instead of calling it up to date.
+    assert!(!d.path().join("app").exists(), "the output is moved aside");
+    assert!(d.path().join("app.sqtt-rejected").is_file());
+    assert!(e.contains("app.sqtt-rejected"), "{e}");
 }
 
 #[test]
@@ -425,7 +428,7 @@ fn plugin_for_another_llvm_than_hipccs_clang_is_refused() {
 }
 
 #[test]
-fn version_is_hipccs_plus_the_plugin_line() {
+fn version_is_hipccs_plus_the_plugin_and_settings_lines() {
     let d = workdir();
     let plain = Command::new(hipcc())
         .arg("--version")
@@ -443,7 +446,12 @@ fn version_is_hipccs_plus_the_plugin_line() {
         extra.starts_with("sqtt-hipcc ") && extra.contains("sha256:"),
         "{extra}"
     );
-    assert_eq!(extra.lines().count(), 1);
+    assert_eq!(extra.lines().count(), 2, "{extra}");
+    let settings = extra.lines().nth(1).unwrap();
+    assert!(
+        settings.starts_with("sqtt-hipcc settings: sha256:"),
+        "{extra}"
+    );
 }
 
 #[test]
