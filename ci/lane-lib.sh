@@ -14,6 +14,24 @@ lane_die() {
   exit 1
 }
 
+# Installs the Debian packages of a host lane that are missing (nothing when all are there);
+# each network step time-limited by NET_TIMEOUT, its output in LOG.
+#   lane_apt_install LOG PACKAGE...
+lane_apt_install() {
+  local log=$1 p missing=()
+  shift
+  for p in "$@"; do
+    [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" = installed ] || missing+=("$p")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  lane_log "installing ${missing[*]}"
+  timeout "${NET_TIMEOUT:-600}" apt-get update -qq >"$log" 2>&1 ||
+    lane_die "apt-get update failed or timed out after ${NET_TIMEOUT:-600}s (see $log)"
+  DEBIAN_FRONTEND=noninteractive timeout "${NET_TIMEOUT:-600}" \
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"$log" 2>&1 ||
+    lane_die "apt-get install ${missing[*]} failed or timed out (see $log)"
+}
+
 lane_pass() {
   LANE_PASSED+=("$1")
   echo "  PASS $1" >&2

@@ -43,18 +43,7 @@ LLVM_BIN=/usr/lib/llvm-$MAJOR/bin
 mkdir -p "$CACHE"
 
 PACKAGES=("llvm-$MAJOR-dev" "llvm-$MAJOR" "lld-$MAJOR" g++)
-missing=()
-for p in "${PACKAGES[@]}"; do
-  [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" = installed ] || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  lane_log "installing ${missing[*]}"
-  timeout "$NET_TIMEOUT" apt-get update -qq >"$CACHE/apt.log" 2>&1 ||
-    lane_die "apt-get update failed or timed out after ${NET_TIMEOUT}s (see $CACHE/apt.log)"
-  DEBIAN_FRONTEND=noninteractive timeout "$NET_TIMEOUT" \
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"$CACHE/apt.log" 2>&1 ||
-    lane_die "apt-get install ${missing[*]} failed or timed out (see $CACHE/apt.log)"
-fi
+lane_apt_install "$CACHE/apt.log" "${PACKAGES[@]}"
 for t in opt llc llvm-config llvm-objcopy llvm-objdump; do
   [ -x "$LLVM_BIN/$t" ] || lane_die "$LLVM_BIN/$t is missing after installing ${PACKAGES[*]}"
 done

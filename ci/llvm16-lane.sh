@@ -47,18 +47,7 @@ mkdir -p "$CACHE"
 
 # --- 1. packages (bookworm) ----------------------------------------------------------------
 PACKAGES=(hipcc clang-16 llvm-16-dev clang-tools-16 lld-16 g++)
-missing=()
-for p in "${PACKAGES[@]}"; do
-  [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" = installed ] || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  lane_log "installing ${missing[*]}"
-  timeout "$NET_TIMEOUT" apt-get update -qq >"$CACHE/apt.log" 2>&1 ||
-    lane_die "apt-get update failed or timed out after ${NET_TIMEOUT}s (see $CACHE/apt.log)"
-  DEBIAN_FRONTEND=noninteractive timeout "$NET_TIMEOUT" \
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"$CACHE/apt.log" 2>&1 ||
-    lane_die "apt-get install ${missing[*]} failed or timed out (see $CACHE/apt.log)"
-fi
+lane_apt_install "$CACHE/apt.log" "${PACKAGES[@]}"
 for t in clang clang++ llvm-config llvm-objcopy llvm-dis llvm-as; do
   [ -x "$LLVM_BIN/$t" ] || lane_die "$LLVM_BIN/$t is missing after installing ${PACKAGES[*]}"
 done
