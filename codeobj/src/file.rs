@@ -9,27 +9,10 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
-/// What a non-regular file is, as words for a message (`None`: a regular file).
-fn kind_of(ft: &std::fs::FileType) -> Option<&'static str> {
-    if ft.is_file() {
-        None
-    } else if ft.is_dir() {
-        Some("a directory")
-    } else if ft.is_fifo() {
-        Some("a FIFO (named pipe)")
-    } else if ft.is_char_device() {
-        Some("a character device")
-    } else if ft.is_block_device() {
-        Some("a block device")
-    } else if ft.is_socket() {
-        Some("a socket")
-    } else {
-        Some("not a regular file")
-    }
-}
+use sqtt_config::file::not_regular as kind_of;
 
 fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, msg)

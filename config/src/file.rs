@@ -1,6 +1,7 @@
 //! Reading the configuration file: only a regular file, never blocking, at most
-//! [`MAX_CONFIG_BYTES`]. (The same rules as `sqtt_codeobj::file`, kept here so the pass plugin,
-//! which uses this crate, needs no code-object reader.)
+//! [`MAX_CONFIG_BYTES`]. [`not_regular`] is also the code-object reader's test of its inputs
+//! (`sqtt_codeobj::file`): this crate is the lowest one, used by the pass plugin, which needs no
+//! code-object reader.
 
 use std::io;
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
@@ -13,7 +14,8 @@ fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, msg)
 }
 
-fn not_regular(ft: &std::fs::FileType) -> Option<&'static str> {
+/// What a non-regular file is, as words for a message (`None`: a regular file).
+pub fn not_regular(ft: &std::fs::FileType) -> Option<&'static str> {
     if ft.is_file() {
         None
     } else if ft.is_dir() {
