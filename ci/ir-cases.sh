@@ -163,17 +163,17 @@ for cpu in "$@"; do
     s=$WORK/$cpu-addr.s
     lane_check_grep "$n: readlane loop" "$s" '^[[:space:]]*v_readlane_b32 '
     lane_check_grep "$n: no cache invalidation" "$s" '(global|buffer)_(inv|wbinvl1)|buffer_gl[01]_inv' 0
-    lane_check_funcmap "$n" "$IR_OBJCOPY" "$WORK/$cpu-addr.o" "W:$wave
-K:addr_kernel
+    lane_check_funcmap "$n" "$IR_OBJCOPY" "$WORK/$cpu-addr.o" "K:addr_kernel
+W:$wave
 P:1:addr_trace_load
-P:2:addr_trace_lds_store
-P:3:addr_trace_lds_load
-P:4:addr_trace_store
-P:5:addr_trace_atomic
 R:1:extra_payload_count=$gpay
+P:2:addr_trace_lds_store
 R:2:extra_payload_count=$lpay
+P:3:addr_trace_lds_load
 R:3:extra_payload_count=$lpay
+P:4:addr_trace_store
 R:4:extra_payload_count=$gpay
+P:5:addr_trace_atomic
 R:5:extra_payload_count=$gpay"
   fi
 

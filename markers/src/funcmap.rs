@@ -1,6 +1,8 @@
 //! The `.sqtt_funcmap` section: one writer and one parser.
 //!
-//! The section holds newline-separated rows, terminated by a NUL byte:
+//! The section holds rows, each ending in a newline, and a NUL byte after the last (AMD's layout;
+//! the parser also reads the older one: rows only separated by newlines, `W:` first, `R:` rows
+//! last):
 //!
 //! ```text
 //! F:id:name[@source_loc]      function (enter/exit scope)
@@ -226,7 +228,7 @@ impl Funcmap {
         Ok(map)
     }
 
-    /// The section text: rows joined by newlines, NUL-terminated.
+    /// The section bytes: every row ends in a newline, and a NUL ends the text.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = self.to_string().into_bytes();
         out.push(0);
@@ -379,38 +381,56 @@ fn parse_layout(rest: &str) -> Option<ClockLayout> {
 }
 
 impl fmt::Display for Funcmap {
-    /// The rows in writing order: `M:`, `W:`, then entries, then `R:` rows.
+    /// The rows in AMD's layout, each ending in a newline: `M:`; the entries in their order, each
+    /// marker row directly followed by its `R:` row; `W:` right before the first address-trace
+    /// point (at the end when there is none); then any `R:` row no entry claimed.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut rows: Vec<String> = Vec::new();
         if let Some(l) = self.clock_layout {
-            rows.push(format!(
+            writeln!(
+                f,
                 "M:shader_clock_bits={};shader_clock_shift={}",
                 l.shader_clock_bits, l.shader_clock_shift
-            ));
+            )?;
         }
         // A malformed `M:` row is kept as it was: dropping it would turn a funcmap whose encoding
         // is unknown into one that claims the legacy encoding.
         if let Some(t) = &self.malformed_layout {
-            rows.push(format!("M:{t}"));
+            writeln!(f, "M:{t}")?;
         }
-        if let Some(w) = self.wave_size {
-            rows.push(format!("W:{w}"));
-        }
+        let mut wave_size = self.wave_size;
+        let mut payload_written = vec![false; self.payloads.len()];
         for e in &self.entries {
-            let loc = e
-                .source_loc
-                .as_ref()
-                .map(|l| format!("@{l}"))
-                .unwrap_or_default();
-            rows.push(match e.id {
-                Some(id) => format!("{}:{}:{}{}", e.kind.prefix(), id, e.name, loc),
-                None => format!("{}:{}{}", e.kind.prefix(), e.name, loc),
-            });
+            if e.is_address_trace() {
+                if let Some(w) = wave_size.take() {
+                    writeln!(f, "W:{w}")?;
+                }
+            }
+            write!(f, "{}:", e.kind.prefix())?;
+            if let Some(id) = e.id {
+                write!(f, "{id}:")?;
+            }
+            write!(f, "{}", e.name)?;
+            if let Some(loc) = &e.source_loc {
+                write!(f, "@{loc}")?;
+            }
+            writeln!(f)?;
+            let Some(id) = e.id else { continue };
+            for (i, (pid, n)) in self.payloads.iter().enumerate() {
+                if *pid == id && !payload_written[i] {
+                    payload_written[i] = true;
+                    writeln!(f, "R:{id}:extra_payload_count={n}")?;
+                }
+            }
         }
-        for (id, n) in &self.payloads {
-            rows.push(format!("R:{id}:extra_payload_count={n}"));
+        if let Some(w) = wave_size {
+            writeln!(f, "W:{w}")?;
         }
-        write!(f, "{}", rows.join("\n"))
+        for (i, (id, n)) in self.payloads.iter().enumerate() {
+            if !payload_written[i] {
+                writeln!(f, "R:{id}:extra_payload_count={n}")?;
+            }
+        }
+        Ok(())
     }
 }
 

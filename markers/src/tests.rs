@@ -243,6 +243,85 @@ fn print_then_parse_is_a_round_trip() {
     }
     let m = Funcmap::parse_str("M:garbage\nK:k\n").unwrap();
     assert!(m.to_string().starts_with("M:garbage\n"), "{m}");
+    // R: rows of the old layout come back each after its marker, and the text is then fixed.
+    let old =
+        Funcmap::parse_str("U:1:a\nP:2:b\nR:2:extra_payload_count=1\nR:1:extra_payload_count=3")
+            .unwrap();
+    let printed = old.to_string();
+    assert_eq!(
+        printed,
+        "U:1:a\nR:1:extra_payload_count=3\nP:2:b\nR:2:extra_payload_count=1\n"
+    );
+    assert_eq!(Funcmap::parse_str(&printed).unwrap().to_string(), printed);
     let k = Funcmap::parse_str("K:name\r\r\n").unwrap();
     assert_eq!(k.entries[0].name, "name");
+}
+
+/// The same funcmap in the layout this project wrote before and in AMD's (every row ends in a
+/// newline, each `R:` row follows its marker row, `W:` comes right before the address-trace
+/// points): both read the same.
+const OLD_LAYOUT: &str = "W:64\n\
+K:_Z1kPi@k.hip:9\n\
+F:1:_Z4workPi@k.hip:3\n\
+U:2:phase\n\
+P:3:sample\n\
+P:4:barrier\n\
+P:5:addr_trace_load@k.hip:12\n\
+R:3:extra_payload_count=1\n\
+R:5:extra_payload_count=130";
+
+const AMD_LAYOUT: &str = "F:1:_Z4workPi@k.hip:3\n\
+K:_Z1kPi@k.hip:9\n\
+U:2:phase\n\
+P:3:sample\n\
+R:3:extra_payload_count=1\n\
+P:4:barrier\n\
+W:64\n\
+P:5:addr_trace_load@k.hip:12\n\
+R:5:extra_payload_count=130\n";
+
+#[test]
+fn the_writer_uses_amds_layout() {
+    let mut m = Funcmap::parse_str(AMD_LAYOUT).unwrap();
+    assert_eq!(m.to_string(), AMD_LAYOUT);
+    assert_eq!(m.to_bytes(), format!("{AMD_LAYOUT}\0").into_bytes());
+    // With clock packing the M: row leads; with no address trace W: ends the rows.
+    m.entries.pop();
+    m.payloads.pop();
+    m.clock_layout = Some(ClockLayout {
+        shader_clock_bits: 12,
+        shader_clock_shift: 4,
+    });
+    m.payloads.clear();
+    assert_eq!(
+        m.to_string(),
+        "M:shader_clock_bits=12;shader_clock_shift=4\n\
+         F:1:_Z4workPi@k.hip:3\nK:_Z1kPi@k.hip:9\nU:2:phase\nP:3:sample\nP:4:barrier\nW:64\n"
+    );
+    // An R: row for an ID no row defines is still written (after the rest), so nothing is lost.
+    let orphan = Funcmap::parse_str("K:k\nR:9:extra_payload_count=2").unwrap();
+    assert_eq!(orphan.to_string(), "K:k\nR:9:extra_payload_count=2\n");
+}
+
+#[test]
+fn both_layouts_read_the_same() {
+    let old = Funcmap::parse(format!("{OLD_LAYOUT}\0").as_bytes()).unwrap();
+    let new = Funcmap::parse(format!("{AMD_LAYOUT}\0").as_bytes()).unwrap();
+    let sorted = |m: &Funcmap| {
+        let mut e = m.entries.clone();
+        e.sort_by_key(|e| (e.id, e.name.clone()));
+        let mut p = m.payloads.clone();
+        p.sort();
+        (e, p, m.wave_size)
+    };
+    assert_eq!(sorted(&old), sorted(&new));
+    assert!(old.validate().is_empty() && new.validate().is_empty());
+    assert_eq!(old.payload_count(5), 130);
+    assert_eq!(new.payload_count(5), 130);
+    // The old layout printed again comes out in the new one, keeping every row.
+    let reprinted = Funcmap::parse_str(&old.to_string()).unwrap();
+    assert_eq!(sorted(&reprinted), sorted(&old));
+    // Two translation units' sections concatenated by a linker, each in the new layout.
+    let two = Funcmap::parse(format!("{AMD_LAYOUT}\0K:other\n\0").as_bytes()).unwrap();
+    assert_eq!(two.kernels().count(), 2);
 }

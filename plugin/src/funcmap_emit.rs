@@ -5,14 +5,17 @@ use sqtt_markers::funcmap::{ClockLayout, Entry, EntryKind, SECTION_NAME};
 use crate::ledger::FinalIds;
 use crate::llvm::{self, Module, Value};
 
-/// Name of the global holding the section.
-const GLOBAL_NAME: &str = "__sqtt_funcmap";
+/// Name of the global holding the section: AMD's pass's name, so that a module instrumented by
+/// either pass is recognised by both.
+const GLOBAL_NAME: &str = ".sqtt_func_id_map";
+/// The name this plugin used before it took AMD's.
+const OLD_GLOBAL_NAME: &str = "__sqtt_funcmap";
 
-/// AMDGPU constant address space.
-const CONSTANT_ADDRSPACE: u32 = 4;
+/// AMDGPU global address space (AMD's pass: the data layout's default for globals).
+const GLOBAL_ADDRSPACE: u32 = 1;
 
 pub fn already_instrumented(m: Module) -> bool {
-    m.global(GLOBAL_NAME).is_some()
+    m.global(GLOBAL_NAME).is_some() || m.global(OLD_GLOBAL_NAME).is_some()
 }
 
 /// `file:line` of a function's definition, when it has debug info.
@@ -39,10 +42,5 @@ pub fn kernel_entries(m: Module) -> Vec<Entry> {
 pub fn emit(m: Module, ledger: &FinalIds, layout: Option<ClockLayout>) {
     let mut map = ledger.funcmap(kernel_entries(m));
     map.clock_layout = layout;
-    m.add_section_bytes(
-        GLOBAL_NAME,
-        SECTION_NAME,
-        &map.to_bytes(),
-        CONSTANT_ADDRSPACE,
-    );
+    m.add_section_bytes(GLOBAL_NAME, SECTION_NAME, &map.to_bytes(), GLOBAL_ADDRSPACE);
 }

@@ -142,15 +142,22 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
     order.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
     let mut ids = FinalIds::new();
     let mut final_id: HashMap<Identity, u32> = HashMap::new();
+    // The funcmap lists early-resolved names in ledger order, as AMD's pass does.
+    let rank = |key: &u64| {
+        entries
+            .iter()
+            .position(|e| e.key == *key)
+            .unwrap_or(usize::MAX)
+    };
     for ((kind, name), _, first) in &order {
         let id = match kind {
             EarlyKind::Function => {
                 let loc = by_key.get(first).and_then(|e| e.source_loc.clone());
                 ids.function(name, loc)
             }
-            EarlyKind::Scope => ids.named(ledger::NamedKind::Scope, name),
-            EarlyKind::Point => ids.named(ledger::NamedKind::Point, name),
-            EarlyKind::Data => ids.named(ledger::NamedKind::Data, name),
+            EarlyKind::Scope => ids.named_early(ledger::NamedKind::Scope, name, rank(first)),
+            EarlyKind::Point => ids.named_early(ledger::NamedKind::Point, name, rank(first)),
+            EarlyKind::Data => ids.named_early(ledger::NamedKind::Data, name, rank(first)),
         };
         final_id.insert((*kind, name.clone()), id);
     }

@@ -223,11 +223,24 @@ pub enum NamedKind {
     Data,
 }
 
+/// The funcmap row groups in AMD's order: the section lists functions (by ID), kernels, named
+/// user markers, the pass's barrier/memory points, then address traces (after `W:`), each group
+/// but the first in the order its rows were made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum RowGroup {
+    Function,
+    User,
+    System,
+    Address,
+}
+
 /// Final marker IDs, from one counter starting at 1, and the funcmap rows they make.
 pub struct FinalIds {
     next_id: u32,
     named: HashMap<(NamedKind, String), u32>,
-    entries: Vec<Entry>,
+    /// Rows in the order they were made, with their group and, for named markers resolved early,
+    /// their place in the early ledger (AMD keeps that order through compaction).
+    entries: Vec<(RowGroup, Option<usize>, Entry)>,
     payloads: Vec<(u32, u32)>,
     pub wave_size: Option<u32>,
 }
@@ -249,26 +262,48 @@ impl FinalIds {
         }
     }
 
-    fn push(&mut self, kind: EntryKind, name: &str, source_loc: Option<String>) -> u32 {
+    fn push(
+        &mut self,
+        group: RowGroup,
+        early_rank: Option<usize>,
+        kind: EntryKind,
+        name: &str,
+        source_loc: Option<String>,
+    ) -> u32 {
         let id = self.next_id;
         self.next_id += 1;
-        self.entries.push(Entry {
-            kind,
-            id: Some(id),
-            name: name.to_string(),
-            source_loc,
-        });
+        self.entries.push((
+            group,
+            early_rank,
+            Entry {
+                kind,
+                id: Some(id),
+                name: name.to_string(),
+                source_loc,
+            },
+        ));
         id
     }
 
     /// An instrumented function.
     pub fn function(&mut self, name: &str, source_loc: Option<String>) -> u32 {
-        self.push(EntryKind::Function, name, source_loc)
+        self.push(
+            RowGroup::Function,
+            None,
+            EntryKind::Function,
+            name,
+            source_loc,
+        )
     }
 
     /// A point marker the pass itself defines (barriers, memory, address traces).
     pub fn system_point(&mut self, name: &str, source_loc: Option<String>, payload: u32) -> u32 {
-        let id = self.push(EntryKind::Point, name, source_loc);
+        let group = if name.starts_with(sqtt_markers::funcmap::ADDR_TRACE_PREFIX) {
+            RowGroup::Address
+        } else {
+            RowGroup::System
+        };
+        let id = self.push(group, None, EntryKind::Point, name, source_loc);
         if payload > 0 {
             self.payloads.push((id, payload));
         }
@@ -277,6 +312,15 @@ impl FinalIds {
 
     /// A named marker, deduplicated per kind.
     pub fn named(&mut self, kind: NamedKind, name: &str) -> u32 {
+        self.named_ranked(kind, name, None)
+    }
+
+    /// A named marker the early phase resolved, `rank` its place in the early ledger.
+    pub fn named_early(&mut self, kind: NamedKind, name: &str, rank: usize) -> u32 {
+        self.named_ranked(kind, name, Some(rank))
+    }
+
+    fn named_ranked(&mut self, kind: NamedKind, name: &str, rank: Option<usize>) -> u32 {
         if let Some(id) = self.named.get(&(kind, name.to_string())) {
             return *id;
         }
@@ -284,7 +328,7 @@ impl FinalIds {
             NamedKind::Scope => EntryKind::User,
             NamedKind::Point | NamedKind::Data => EntryKind::Point,
         };
-        let id = self.push(entry_kind, name, None);
+        let id = self.push(RowGroup::User, rank, entry_kind, name, None);
         self.named.insert((kind, name.to_string()), id);
         if kind == NamedKind::Data {
             self.payloads.push((id, 1));
@@ -292,12 +336,27 @@ impl FinalIds {
         id
     }
 
-    /// The funcmap of the module: kernels first, then markers in ID order, then `R:` rows.
+    /// The funcmap of the module, rows in AMD's order: functions by ID, the kernels as given
+    /// (module order), named markers (those resolved early in early-ledger order, then the
+    /// others as met), barrier and memory points, then address traces. Each `R:` row is written
+    /// after its marker's row by the writer.
     pub fn funcmap(&self, kernels: Vec<Entry>) -> Funcmap {
-        let mut entries = kernels;
-        let mut markers = self.entries.clone();
-        markers.sort_by_key(|e| e.id);
-        entries.extend(markers);
+        let mut rows: Vec<&(RowGroup, Option<usize>, Entry)> = self.entries.iter().collect();
+        // Stable: within a group, rows keep the order they were made in.
+        rows.sort_by_key(|(group, rank, e)| match group {
+            RowGroup::Function => (*group, 0, e.id.unwrap_or(0) as usize),
+            RowGroup::User => (*group, rank.map_or(1, |_| 0), rank.unwrap_or(0)),
+            _ => (*group, 0, 0),
+        });
+        let (functions, rest): (Vec<_>, Vec<_>) = rows
+            .into_iter()
+            .partition(|(group, _, _)| *group == RowGroup::Function);
+        let entries = functions
+            .into_iter()
+            .map(|(_, _, e)| e.clone())
+            .chain(kernels)
+            .chain(rest.into_iter().map(|(_, _, e)| e.clone()))
+            .collect();
         Funcmap {
             entries,
             wave_size: self.wave_size,
@@ -305,5 +364,40 @@ impl FinalIds {
             clock_layout: None,
             malformed_layout: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows come out grouped as AMD's pass writes them, whatever order the IDs were made in.
+    #[test]
+    fn funcmap_rows_in_amds_order() {
+        let mut ids = FinalIds::new();
+        // Compaction made a frequent user marker ID 1, ahead of a function and an earlier name.
+        assert_eq!(ids.named_early(NamedKind::Scope, "hot", 1), 1);
+        assert_eq!(ids.function("_Z1fv", Some("a.hip:3".into())), 2);
+        assert_eq!(ids.named_early(NamedKind::Point, "cold", 0), 3);
+        assert_eq!(ids.system_point("barrier", None, 0), 4);
+        assert_eq!(ids.named(NamedKind::Data, "late"), 5);
+        assert_eq!(
+            ids.system_point("addr_trace_load", Some("a.hip:9".into()), 66),
+            6
+        );
+        ids.wave_size = Some(64);
+        let kernel = Entry {
+            kind: EntryKind::Kernel,
+            id: None,
+            name: "_Z1kv".into(),
+            source_loc: Some("a.hip:7".into()),
+        };
+        let text = ids.funcmap(vec![kernel]).to_string();
+        assert_eq!(
+            text,
+            "F:2:_Z1fv@a.hip:3\nK:_Z1kv@a.hip:7\nP:3:cold\nU:1:hot\nP:5:late\n\
+             R:5:extra_payload_count=1\nP:4:barrier\nW:64\nP:6:addr_trace_load@a.hip:9\n\
+             R:6:extra_payload_count=66\n"
+        );
     }
 }

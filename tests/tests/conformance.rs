@@ -133,7 +133,7 @@ fn cases() -> Vec<Case> {
                 Expect::Seq("_Z1kPi", &["sched_barrier", "s_ttracedata_imm 0x1", "sched_barrier"]),
                 Expect::Count("_Z1kPi", "s_ttracedata*", 2),
                 Expect::Count("_Z1kPi", "s_mov_b32 m0*", 0),
-                Expect::Funcmap("K:_Z1kPi\nU:1:s"),
+                Expect::Funcmap("K:_Z1kPi\nU:1:s\n"),
             ],
         },
         Case {
@@ -200,7 +200,7 @@ fn cases() -> Vec<Case> {
             env: &[("SQTT_INSTRUMENT_FUNCTIONS", "40"), ("SQTT_SCOPE_CU", "-1")],
             arches: &["gfx90a"],
             opts: &["-O3"],
-            expect: &[Expect::Funcmap("K:_Z1kPfS_")],
+            expect: &[Expect::Funcmap("K:_Z1kPfS_\n")],
         },
         Case {
             name: "__syncthreads gets the barrier point marker right before s_barrier",
@@ -209,7 +209,7 @@ fn cases() -> Vec<Case> {
             arches: &["gfx1030", "gfx90a"],
             opts: &["-O3"],
             expect: &[
-                Expect::Funcmap("K:_Z1kPi\nP:1:barrier_signal\nP:2:barrier_wait\nP:3:barrier"),
+                Expect::Funcmap("K:_Z1kPi\nP:1:barrier_signal\nP:2:barrier_wait\nP:3:barrier\n"),
                 Expect::Count("_Z1kPi", "s_barrier", 1),
             ],
         },
@@ -220,7 +220,7 @@ fn cases() -> Vec<Case> {
             arches: &["gfx90a"],
             opts: &["-O0"],
             expect: &[
-                Expect::Funcmap("K:_Z1kPi\nP:1:barrier_signal\nP:2:barrier_wait\nP:3:barrier"),
+                Expect::Funcmap("K:_Z1kPi\nP:1:barrier_signal\nP:2:barrier_wait\nP:3:barrier\n"),
                 // HIP 5.2's runtime function; HIP 6.4 (hipcc 7.0.2) dropped the scope argument.
                 Expect::Seq("_ZL20__work_group_barrierj14__memory_scope|_ZL20__work_group_barrierj", &["s_mov_b32 m0, 12", "s_nop 0", "s_ttracedata", "*", "s_barrier"]),
             ],
@@ -240,7 +240,7 @@ fn cases() -> Vec<Case> {
             arches: &["gfx90a"],
             opts: &["-O3"],
             expect: &[
-                Expect::Funcmap("K:_Z1kPi\nP:1:barrier_signal\nP:2:barrier_wait\nP:3:barrier\nP:4:vmem_load\nP:5:vmem_store"),
+                Expect::Funcmap("K:_Z1kPi\nP:1:barrier_signal\nP:2:barrier_wait\nP:3:barrier\nP:4:vmem_load\nP:5:vmem_store\n"),
                 Expect::Seq("_Z1kPi", &["s_mov_b32 m0, 16", "s_nop 0", "s_ttracedata", "*", "global_load_dword*"]),
             ],
         },
@@ -577,7 +577,7 @@ attributes #0 = { "target-cpu"="gfx1030" }
         "{out}"
     );
     assert!(
-        out.contains("c\"K:k\\0AP:1:vmem_load\\0AP:2:vmem_store\\00\""),
+        out.contains("c\"K:k\\0AP:1:vmem_load\\0AP:2:vmem_store\\0A\\00\""),
         "{out}"
     );
 }
@@ -658,7 +658,7 @@ attributes #0 = {{ "target-cpu"="gfx1030" }}
     assert!(early.contains("!\"F\", !\"big\""), "{early}");
     // 24 instructions + ret: above 20, instrumented.
     let late = opt_sqtt_ok(&early, &env);
-    assert!(late.contains("c\"K:k\\0AF:1:big\\00\""), "{late}");
+    assert!(late.contains("c\"F:1:big\\0AK:k\\0A\\00\""), "{late}");
     assert!(late.contains(&imm_record_ir(6)), "{late}");
     assert!(late.contains(&imm_record_ir(1)), "{late}");
     assert!(
@@ -670,6 +670,6 @@ attributes #0 = {{ "target-cpu"="gfx1030" }}
         &early,
         &[("SQTT_INSTRUMENT_FUNCTIONS", "30"), ("SQTT_SCOPE_CU", "-1")],
     );
-    assert!(late.contains("c\"K:k\\00\""), "{late}");
+    assert!(late.contains("c\"K:k\\0A\\00\""), "{late}");
     assert!(!late.contains("ttracedata"), "{late}");
 }

@@ -81,7 +81,7 @@ fn gfx1201_packs_the_clock_into_pass_made_headers_and_exits() {
     assert!(!ir.contains("s_ttracedata_imm"), "{ir}");
     assert!(!ir.contains("s.ttracedata.imm"), "{ir}");
     assert!(
-        ir.contains("c\"M:shader_clock_bits=12;shader_clock_shift=4\\0AK:k\\0AP:1:barrier_signal\\0AP:2:barrier_wait\\0AP:3:barrier\\0AU:4:s\\00\""),
+        ir.contains("c\"M:shader_clock_bits=12;shader_clock_shift=4\\0AK:k\\0AU:4:s\\0AP:1:barrier_signal\\0AP:2:barrier_wait\\0AP:3:barrier\\0A\\00\""),
         "{ir}"
     );
 }

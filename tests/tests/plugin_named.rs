@@ -22,8 +22,9 @@ __global__ void my_kernel(float *data, int n) {
 }
 "#;
 
+/// AMD's layout: every row ends in a newline, the `R:` row follows its marker's row.
 const KERNEL_FUNCMAP: &str = "K:_Z9my_kernelPfi\nU:1:load_phase\nU:2:compute_phase\n\
-P:3:work_value\nP:4:store_begin\nR:3:extra_payload_count=1";
+P:3:work_value\nR:3:extra_payload_count=1\nP:4:store_begin\n";
 
 /// No scope check, no reorder boundary: the bare marker sequences.
 const BARE: &[(&str, &str)] = &[("SQTT_SCOPE_CU", "-1"), ("SQTT_MEM_BARRIER", "none")];
@@ -608,7 +609,7 @@ __global__ void k(int *p) { sqtt_marker_enter(5u); p[0] = 1; sqtt_marker_exit(5u
         &insts,
         &["sched_barrier", "s_ttracedata_imm 0x1", "sched_barrier"],
     );
-    assert_eq!(funcmap_from_asm(&asm).as_deref(), Some("K:_Z1kPi"));
+    assert_eq!(funcmap_from_asm(&asm).as_deref(), Some("K:_Z1kPi\n"));
 }
 
 #[test]
@@ -625,11 +626,73 @@ attributes #0 = { "target-cpu"="gfx1030" }
 "#;
     let out = opt_sqtt_ok(ir, &[("SQTT_SCOPE_CU", "-1"), ("SQTT_MEM_BARRIER", "none")]);
     assert!(out.contains(&imm_record_ir(4)), "{out}");
-    assert!(out.contains("c\"K:k\\0AP:1:abc\\00\""), "{out}");
+    assert!(out.contains("c\"K:k\\0AP:1:abc\\0A\\00\""), "{out}");
     assert!(out.contains("section \".sqtt_funcmap\""), "{out}");
     assert!(out.contains("@llvm.used"), "{out}");
     assert!(
         !out.contains("__sqtt_named_marker_point(ptr addrspacecast"),
         "{out}"
     );
+}
+
+/// Every row group of a real compile, as AMD's pass lays them out: functions by ID, kernels,
+/// named markers (each `R:` row right after its marker), barrier and memory points; every row
+/// ends in a newline and a NUL ends the section. The exact bytes of the code object's section,
+/// at -O0 (late phase only: named IDs after the system ones) and -O3 (early names compacted).
+#[test]
+fn funcmap_bytes_follow_amds_layout_in_a_real_code_object() {
+    const SRC: &str = r#"#include <hip/hip_runtime.h>
+#include "markers.hpp"
+
+__device__ __noinline__ float helper(float *p, int n) {
+  float s = 0;
+  for (int k = 0; k < n; ++k) s += p[k] * p[k + 1];
+  return s;
+}
+
+__global__ void first(float *data, int n) {
+  sqtt_marker_enter("phase");
+  float v = helper(data, n);
+  __syncthreads();
+  sqtt_marker_data("value", static_cast<uint32_t>(n));
+  sqtt_marker_exit("phase");
+  data[threadIdx.x] = v;
+}
+
+__global__ void second(float *d) {
+  sqtt_marker_point("tick");
+  d[0] = 1.0f;
+}
+"#;
+    let env = [
+        ("SQTT_SCOPE_CU", "-1"),
+        ("SQTT_INSTRUMENT_FUNCTIONS", "5"),
+        ("SQTT_INSTRUMENT_BARRIERS", "1"),
+        ("SQTT_INSTRUMENT_MEMORY", "1:0"),
+    ];
+    let head = "F:1:_Z6helperPfi@k.hip:4\nK:_Z5firstPfi@k.hip:10\nK:_Z6secondPf@k.hip:19\n";
+    let o0 = format!(
+        "{head}U:7:phase\nP:8:value\nR:8:extra_payload_count=1\nP:9:tick\n\
+         P:2:barrier_signal\nP:3:barrier_wait\nP:4:barrier\nP:5:vmem_load\nP:6:vmem_store\n\0"
+    );
+    let o3 = format!(
+        "{head}U:2:phase\nP:3:value\nR:3:extra_payload_count=1\nP:4:tick\n\
+         P:5:barrier_signal\nP:6:barrier_wait\nP:7:barrier\nP:8:vmem_load\nP:9:vmem_store\n\0"
+    );
+    for (opt, want) in [("-O0", o0), ("-O3", o3)] {
+        let dir = workdir();
+        let src = dir.path().join("k.hip");
+        std::fs::write(&src, SRC).unwrap();
+        let obj = dir.path().join("k.o");
+        let mut c = hipcc_with_plugin("gfx90a");
+        c.envs(env)
+            .args(["-c", "-g", opt])
+            .arg(&src)
+            .arg("-o")
+            .arg(&obj);
+        run_ok(&mut c);
+        let co = extract_code_object(&obj, "gfx90a", dir.path());
+        let bytes = dump_funcmap(&co, dir.path()).expect("code object has .sqtt_funcmap");
+        assert_eq!(String::from_utf8_lossy(&bytes), want, "{opt}");
+    }
 }
