@@ -13,7 +13,7 @@ use sqtt_config::Settings;
 
 use crate::ledger::{EarlyKind, EarlyLedger, Role};
 use crate::llvm::{MdItem, Module, Value};
-use crate::named::{adjacent, collect, resolve_name, Sentinel};
+use crate::named::{collect, fusable, resolve_name, Sentinel};
 use crate::size::function_size;
 use crate::{funcmap_emit, is_sqtt_instruction};
 
@@ -262,7 +262,7 @@ fn resolve_named(m: Module, ledger: &mut EarlyLedger, settings: &Settings, f: Va
                 Sentinel::Exit
                     if calls
                         .get(i + 1)
-                        .is_some_and(|n| n.kind == Sentinel::Enter && adjacent(c.inst, n.inst)) =>
+                        .is_some_and(|n| n.kind == Sentinel::Enter && fusable(c.inst, n.inst)) =>
                 {
                     let next = &calls[i + 1];
                     ledger.named(EarlyKind::Scope, &c.name);

@@ -1,7 +1,7 @@
 //! Named markers: calls of the `__sqtt_named_marker_*` sentinels become marker sequences.
 //!
 //! IDs come from the ledger (from 1, deduplicated per kind); an exit directly followed by an
-//! enter in the same block becomes one fused `(id << 2) | 3` record.
+//! enter in the same block ([`fusable`]) becomes one fused `(id << 2) | 3` record.
 
 use sqtt_markers::encoding::{self, EXIT_VALUE};
 use sqtt_markers::funcmap::name_problem;
@@ -206,6 +206,86 @@ pub fn adjacent(first: Value, second: Value) -> bool {
     false
 }
 
+/// Whether an exit and the enter after it are directly adjacent, and so fuse into one
+/// `(id << 2) | 3` record (spec: "adjacent exit+enter in the same basic block"; AMD's pass fuses
+/// only a call directly followed by the other). Only what leaves no machine code may stand between:
+/// debug and lifetime intrinsics (so `-g` does not change the code), and the instructions that
+/// hand the enter its name (at -O0: a cast of the name's stack slot, the store of the string
+/// into it and the load from it). Any other instruction between them, even one without side
+/// effects, is work the exit has to be timed before: the two stay separate markers.
+pub fn fusable(exit: Value, enter: Value) -> bool {
+    let passing = name_passing(exit, enter);
+    let mut cur = exit.next();
+    while let Some(i) = cur {
+        if i == enter {
+            return true;
+        }
+        let no_code = i.called_function().is_some_and(|f| {
+            let n = f.name_ref();
+            n.starts_with("llvm.dbg.") || n.starts_with("llvm.lifetime.")
+        });
+        if !no_code && !passing.contains(&i) {
+            return false;
+        }
+        cur = i.next();
+    }
+    false
+}
+
+/// The instructions between `after` and the sentinel call `call` that only pass the call its
+/// name: the load of the name from a stack slot, the store of the string constant into that
+/// slot, and the pointer casts of the slot or the name.
+fn name_passing(after: Value, call: Value) -> Vec<Value> {
+    let between = |i: Value| {
+        let mut cur = after.next();
+        while let Some(n) = cur {
+            if n == call {
+                return false;
+            }
+            if n == i {
+                return true;
+            }
+            cur = n.next();
+        }
+        false
+    };
+    let mut out = Vec::new();
+    let mut v = call.arg(0);
+    for _ in 0..8 {
+        if !v.is_instruction() || !between(v) {
+            break;
+        }
+        if v.is_load() {
+            out.push(v);
+            let slot = v.operand(0);
+            let mut cur = v.prev();
+            while let Some(i) = cur {
+                if i == after {
+                    break;
+                }
+                if i.is_store() && i.operand(1) == slot {
+                    if i.operand(0)
+                        .strip_pointer_casts()
+                        .global_c_string()
+                        .is_some()
+                    {
+                        out.push(i);
+                    }
+                    break;
+                }
+                cur = i.prev();
+            }
+            v = slot;
+        } else if v.strip_pointer_casts() != v {
+            out.push(v);
+            v = v.operand(0);
+        } else {
+            break;
+        }
+    }
+    out
+}
+
 /// The sentinel calls of a module with their names, per function and block, read before any
 /// marker is placed: at -O0 a name reaches its sentinel through an alloca store and load, which a
 /// scope-check split of the block in between would hide from [`resolve_name`].
@@ -242,7 +322,7 @@ pub fn resolve(
                 let fused = c.kind == Sentinel::Exit
                     && calls
                         .get(i + 1)
-                        .is_some_and(|n| n.kind == Sentinel::Enter && adjacent(c.inst, n.inst));
+                        .is_some_and(|n| n.kind == Sentinel::Enter && fusable(c.inst, n.inst));
                 let (records, at, erase): (Vec<Record>, Value, Vec<Value>) = if fused {
                     let next = &calls[i + 1];
                     ledger.named(NamedKind::Scope, &c.name);
