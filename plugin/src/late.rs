@@ -43,6 +43,15 @@ impl Placement {
         }
     }
 
+    /// A marker directly after `at`, which stays (never a terminator).
+    pub fn after(function: Value, at: Value, records: Vec<Record>) -> Placement {
+        Placement {
+            function,
+            at: At::After(at),
+            records,
+        }
+    }
+
     /// A marker in the place of `at`, which is erased once every marker is placed.
     pub fn replacing(function: Value, at: Value, records: Vec<Record>) -> Placement {
         Placement {

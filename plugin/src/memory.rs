@@ -1,7 +1,8 @@
 //! Memory operation markers (`SQTT_INSTRUMENT_MEMORY=N:M`): global, flat and buffer loads and
 //! stores (atomics count as stores), never LDS or scratch. Operations of one kind form groups of
 //! up to N with gaps of at most M instructions; a load/store change always ends a group. Each
-//! group gets one `vmem_load` / `vmem_store` point marker before its first operation.
+//! group gets one `vmem_load` / `vmem_store` point marker directly after its last operation (as
+//! AMD's pass places it: the marker's time is when the group has been issued).
 
 use sqtt_config::MemoryGrouping;
 use sqtt_markers::encoding;
@@ -72,7 +73,7 @@ pub fn classify(i: Value) -> Option<MemKind> {
 
 struct Group {
     kind: MemKind,
-    first: Value,
+    last: Value,
     count: u32,
     last_index: usize,
 }
@@ -110,14 +111,15 @@ pub fn placements(
             if joins {
                 let g = group.as_mut().expect("group");
                 g.count += 1;
+                g.last = i;
                 g.last_index = index;
             } else {
                 if let Some(g) = group.take() {
-                    out.push(Placement::new(f, g.first, marker(g.kind)));
+                    out.push(Placement::after(f, g.last, marker(g.kind)));
                 }
                 group = Some(Group {
                     kind,
-                    first: i,
+                    last: i,
                     count: 1,
                     last_index: index,
                 });
@@ -127,11 +129,11 @@ pub fn placements(
                 .is_some_and(|g| g.count == cfg.ops_per_marker)
             {
                 let g = group.take().expect("group");
-                out.push(Placement::new(f, g.first, marker(g.kind)));
+                out.push(Placement::after(f, g.last, marker(g.kind)));
             }
         }
         if let Some(g) = group.take() {
-            out.push(Placement::new(f, g.first, marker(g.kind)));
+            out.push(Placement::after(f, g.last, marker(g.kind)));
         }
     }
 }

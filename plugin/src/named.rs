@@ -384,6 +384,9 @@ pub fn resolve(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum At {
     Before(Value),
+    /// Directly after an instruction (never a terminator): before whatever follows it when the
+    /// marker is placed, so markers placed earlier before that next instruction come after it.
+    After(Value),
     Replacing(Value),
 }
 
@@ -391,13 +394,16 @@ impl At {
     pub fn inst(self) -> Value {
         match self {
             At::Before(v) | At::Replacing(v) => v,
+            At::After(v) => v
+                .next()
+                .expect("an instruction followed by its block's terminator"),
         }
     }
 
     /// The first real instruction that will follow the marker.
     fn following(self) -> Option<Value> {
         match self {
-            At::Replacing(v) => next_real_instruction(v),
+            At::Replacing(v) | At::After(v) => next_real_instruction(v),
             At::Before(v) if is_real(v) => Some(v),
             At::Before(v) => next_real_instruction(v),
         }
@@ -417,8 +423,12 @@ pub fn place_marker(
     records: &[Record],
 ) {
     let sync_follows = at.following().is_some_and(is_workgroup_sync);
+    // A marker after an instruction is attributed to it (the memory operation it times).
+    let loc = match at {
+        At::After(v) => v.debug_loc(),
+        _ => at.inst().debug_loc(),
+    };
     let at = at.inst();
-    let loc = at.debug_loc();
     match scopes.in_scope(m, f, target) {
         Some(in_scope) => {
             let (b, skip_head) = guard_before(m, at, in_scope);

@@ -241,7 +241,10 @@ fn cases() -> Vec<Case> {
             opts: &["-O3"],
             expect: &[
                 Expect::Funcmap("K:_Z1kPi\nP:1:barrier_signal\nP:2:barrier_wait\nP:3:barrier\nP:4:vmem_load\nP:5:vmem_store\n"),
-                Expect::Seq("_Z1kPi", &["s_mov_b32 m0, 16", "s_nop 0", "s_ttracedata", "*", "global_load_dword*"]),
+                // Each marker after the last operation of its group (as AMD's pass places it).
+                Expect::Seq("_Z1kPi", &["global_load_dword*", "*", "s_mov_b32 m0, 16", "s_nop 0", "s_ttracedata", "*", "s_barrier"]),
+                Expect::Seq("_Z1kPi", &["global_store_dword*", "*", "s_mov_b32 m0, 20", "s_nop 0", "s_ttracedata"]),
+                Expect::Count("_Z1kPi", "s_ttracedata", 3),
             ],
         },
         Case {
@@ -517,12 +520,12 @@ fn memory_grouping_matches_the_spec_example() {
     let ir = r#"
 target triple = "amdgcn-amd-amdhsa"
 define amdgpu_kernel void @k(ptr addrspace(1) %p) #0 {
-  %a = load i32, ptr addrspace(1) %p
-  %b = load i32, ptr addrspace(1) %p
-  store i32 %a, ptr addrspace(1) %p
-  %c = load i32, ptr addrspace(1) %p
-  %d = load i32, ptr addrspace(1) %p
-  %e = load i32, ptr addrspace(1) %p
+  %a = load volatile i32, ptr addrspace(1) %p
+  %b = load volatile i32, ptr addrspace(1) %p
+  store volatile i32 %a, ptr addrspace(1) %p
+  %c = load volatile i32, ptr addrspace(1) %p
+  %d = load volatile i32, ptr addrspace(1) %p
+  %e = load volatile i32, ptr addrspace(1) %p
   %s = add i32 %b, %c
   %t = add i32 %d, %e
   %u = add i32 %s, %t
@@ -559,19 +562,20 @@ attributes #0 = { "target-cpu"="gfx1030" }
         })
         .collect();
     // vmem_load = ID 1 (point 0x4), vmem_store = ID 2 (point 0x8).
+    // Each group's marker directly after its last operation.
     assert_eq!(
         events,
         [
+            "load",
+            "load",
             "marker 0x4",
-            "load",
-            "load",
-            "marker 0x8",
             "store",
-            "marker 0x4",
+            "marker 0x8",
             "load",
             "load",
             "marker 0x4",
             "load",
+            "marker 0x4",
             "lds store"
         ],
         "{out}"
@@ -580,6 +584,55 @@ attributes #0 = { "target-cpu"="gfx1030" }
         out.contains("c\"K:k\\0AP:1:vmem_load\\0AP:2:vmem_store\\0A\\00\""),
         "{out}"
     );
+    // The same order in machine code: each marker right after its group's last operation, also
+    // behind the scope check (gfx90a, the default SQTT_SCOPE_CU), where it sits in its own block.
+    for (cpu, env) in [
+        (
+            "gfx1030",
+            &[("SQTT_SCOPE_CU", "-1"), ("SQTT_MEM_BARRIER", "none")][..],
+        ),
+        ("gfx90a", &[][..]),
+    ] {
+        let mut env = env.to_vec();
+        env.push(("SQTT_INSTRUMENT_MEMORY", "2:5"));
+        let out = opt_sqtt_ok(&ir.replace("gfx1030", cpu), &env);
+        let insts = llc_objdump(&out, cpu);
+        let isa: Vec<String> = insts
+            .iter()
+            .filter_map(|i| {
+                let mut words = i.split([' ', ',']).filter(|w| !w.is_empty());
+                match words.next()? {
+                    "global_load_dword" => Some("load".into()),
+                    "global_store_dword" => Some("store".into()),
+                    "ds_write_b32" => Some("lds store".into()),
+                    "s_ttracedata_imm" => Some(format!("marker {}", words.next()?)),
+                    "s_mov_b32" if words.next()? == "m0" => {
+                        let v: u32 = words.next()?.parse().ok()?;
+                        Some(format!("marker 0x{v:x}"))
+                    }
+                    _ => None,
+                }
+            })
+            .collect();
+        assert_eq!(
+            isa,
+            [
+                "load",
+                "load",
+                "marker 0x4",
+                "store",
+                "marker 0x8",
+                "load",
+                "load",
+                "marker 0x4",
+                "load",
+                "marker 0x4",
+                "lds store"
+            ],
+            "{cpu}:\n{}",
+            insts.join("\n")
+        );
+    }
 }
 
 /// A gap larger than M ends a group even with fewer than N operations in it.
