@@ -87,7 +87,7 @@ pub const TTRACEDATA_IMM_INTRINSIC: Option<&str> = if LLVM_MAJOR >= 19 {
     None
 };
 
-/// Whether the assembler knows gfx1250's `s_get_shader_cycles_u64`, the only clock read the
-/// packed headers could use there: LLVM 22 does, 21 knows gfx1250 but rejects the instruction
-/// ("invalid instruction"). Without it gfx1250 headers stay unpacked.
+/// Whether the assembler knows `s_get_shader_cycles_u64`, the clock read of packed headers on the
+/// gfx12 targets after gfx1201 (`Target::shader_clock_read`): LLVM 22 does, 21 knows gfx1250 but
+/// rejects the instruction ("invalid instruction"). Without it those headers stay unpacked.
 pub const HAS_S_GET_SHADER_CYCLES_U64: bool = LLVM_MAJOR >= 22;

@@ -24,7 +24,7 @@ use sqtt_markers::encoding::fits_imm;
 
 use crate::compat::{self, MarkerFence};
 use crate::llvm::{Builder, Module, Value};
-use crate::target::Target;
+use crate::target::{ShaderClockRead, Target};
 
 /// Metadata kind that tags every marker the plugin creates.
 pub const MARKER_MD: &str = "sqtt.marker";
@@ -195,7 +195,7 @@ impl<'s> Emitter<'s> {
         let bits = self.settings.shader_clock_bits;
         let shift = self.settings.shader_clock_shift;
         let i32t = m.i32();
-        let window = if target.cpu == "gfx1250" {
+        let window = if target.shader_clock_read() == Some(ShaderClockRead::Cycles64) {
             // s_get_shader_cycles_u64: the whole counter; take the window from its low word.
             let ty = m.fn_type(m.i64(), &[]);
             let asm = m.inline_asm(ty, "s_get_shader_cycles_u64 $0", "=s");

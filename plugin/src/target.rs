@@ -20,6 +20,15 @@ pub struct Target {
 /// `HW_REG_SHADER_CYCLES_LO` (gfx1200/gfx1201).
 pub const HW_REG_SHADER_CYCLES_LO: u32 = 29;
 
+/// How a gfx12 target reads the shader clock that packed marker headers carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShaderClockRead {
+    /// `s_getreg_b32 hwreg(HW_REG_SHADER_CYCLES_LO, shift, bits)`: the window, right-aligned.
+    HwReg,
+    /// `s_get_shader_cycles_u64`: the whole counter; the window is cut from its low word.
+    Cycles64,
+}
+
 /// A field of a hardware ID register: `s_getreg_b32` immediate and field width.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HwRegField {
@@ -100,13 +109,29 @@ impl Target {
         }
     }
 
-    /// gfx12 parts whose marker headers can carry a packed shader clock.
-    pub fn supports_clock_packing(&self) -> bool {
-        match self.cpu.as_str() {
-            "gfx1200" | "gfx1201" => true,
-            "gfx1250" => crate::compat::HAS_S_GET_SHADER_CYCLES_U64,
-            _ => false,
+    /// The shader-clock read of a target whose marker headers can carry a packed clock: every
+    /// gfx12 target, as in AMD's pass. gfx1200 and gfx1201 read `HW_REG_SHADER_CYCLES_LO`; the
+    /// targets numbered after them (gfx1202, gfx1250, gfx1251, ...) `s_get_shader_cycles_u64`,
+    /// AMD's rule for "gfx1250 and later". That instruction needs an assembler that knows it
+    /// (LLVM 22; 21 rejects it): without one those targets' headers stay unpacked (no `M:` row),
+    /// where AMD's pass would emit an instruction the assembler refuses.
+    pub fn shader_clock_read(&self) -> Option<ShaderClockRead> {
+        if self.generation != Generation::Gfx12 {
+            return None;
         }
+        let number: u32 = self.cpu.strip_prefix("gfx")?.parse().ok()?;
+        if number <= 1201 {
+            Some(ShaderClockRead::HwReg)
+        } else if crate::compat::HAS_S_GET_SHADER_CYCLES_U64 {
+            Some(ShaderClockRead::Cycles64)
+        } else {
+            None
+        }
+    }
+
+    /// Whether marker headers on this target can carry a packed shader clock.
+    pub fn supports_clock_packing(&self) -> bool {
+        self.shader_clock_read().is_some()
     }
 
     /// HW_ID (gfx9) or HW_ID1/HW_ID2 (gfx10+) field encodings (docs/format.md, Scope filtering).
@@ -145,6 +170,14 @@ mod tests {
         assert!(Target::from_cpu("gfx1201", "")
             .unwrap()
             .supports_clock_packing());
+        let read = |c: &str| Target::from_cpu(c, "").unwrap().shader_clock_read();
+        assert_eq!(read("gfx1100"), None);
+        assert_eq!(read("gfx1200"), Some(ShaderClockRead::HwReg));
+        let u64_read =
+            crate::compat::HAS_S_GET_SHADER_CYCLES_U64.then_some(ShaderClockRead::Cycles64);
+        for cpu in ["gfx1202", "gfx1250", "gfx1251"] {
+            assert_eq!(read(cpu), u64_read, "{cpu}");
+        }
         assert!(Target::from_cpu("x86-64", "").is_none());
         let nops: Vec<u32> = [
             "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1201", "gfx1250",
