@@ -96,8 +96,8 @@ impl Summary {
 /// One funcmap row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EntryReport {
-    /// `kernel`, `function`, `user` or `point`.
-    pub kind: String,
+    /// `kernel`, `function`, `user` or `point` (`EntryKind::json_name`).
+    pub kind: EntryKind,
     pub id: Option<u32>,
     pub name: String,
     /// The demangled name, when it differs.
@@ -123,13 +123,7 @@ impl CodeObjectReport {
                 };
                 let d = demangle(&e.name);
                 entries.push(EntryReport {
-                    kind: match e.kind {
-                        EntryKind::Kernel => "kernel",
-                        EntryKind::Function => "function",
-                        EntryKind::User => "user",
-                        EntryKind::Point => "point",
-                    }
-                    .into(),
+                    kind: e.kind,
                     id: e.id,
                     name: e.name.clone(),
                     demangled: (d != e.name).then_some(d),
@@ -164,7 +158,7 @@ impl CodeObjectReport {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequirementReport {
     pub spec: String,
-    pub kind: String,
+    pub kind: crate::require::ReqKind,
     pub pattern: String,
     /// Met in every selected code object.
     pub satisfied: bool,

@@ -5,8 +5,9 @@ use std::fmt;
 use crate::glob::{Glob, GlobError};
 use crate::{demangle, CodeObject, Entry, EntryKind};
 
-/// What a requirement looks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What a requirement looks for; its JSON form is [`ReqKind::name`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ReqKind {
     /// `K:` rows.
     Kernel,

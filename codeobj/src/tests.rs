@@ -195,3 +195,19 @@ fn archives_skip_non_elf_members_and_never_panic() {
     let e = read_bytes(&a, "lib.a").unwrap_err().to_string();
     assert!(e.contains("lib.a(x.o)"), "{e}");
 }
+
+/// The JSON reports spell kinds through serde enums, with the names `EntryKind::json_name` and
+/// `ReqKind::name` give (and docs/check-json.md documents).
+#[test]
+fn report_kinds_are_serde_enums_with_the_documented_names() {
+    for k in EntryKind::ALL {
+        let json = serde_json::to_value(k).unwrap();
+        assert_eq!(json, k.json_name(), "{k:?}");
+        assert_eq!(serde_json::from_value::<EntryKind>(json).unwrap(), k);
+    }
+    for (name, k) in crate::require::ReqKind::ALL {
+        let json = serde_json::to_value(k).unwrap();
+        assert_eq!(json, *name, "{k:?}");
+        assert_eq!(k.name(), *name);
+    }
+}

@@ -321,7 +321,7 @@ pub fn main(args: &[String]) -> i32 {
         }
         req_reports.push(RequirementReport {
             spec: r.spec.clone(),
-            kind: r.kind.name().into(),
+            kind: r.kind,
             pattern: r.pattern.clone(),
             satisfied: results.iter().all(|x| x.satisfied),
             results,

@@ -97,7 +97,7 @@ impl MarkerEncoding {
     /// The layout of an `M:shader_clock_bits=N;shader_clock_shift=S` row. Values that cannot
     /// describe a layout give an invalid encoding that decodes as the legacy one.
     pub const fn packed(bits: u32, shift: u32) -> MarkerEncoding {
-        if bits >= ID_BITS || bits + shift > 32 {
+        if bits >= ID_BITS || bits as u64 + shift as u64 > 32 {
             return MarkerEncoding {
                 shader_clock_bits: 0,
                 shader_clock_shift: 0,
@@ -114,8 +114,7 @@ impl MarkerEncoding {
     /// From the text after `M:`; a malformed row (for example without `shader_clock_shift`)
     /// gives the no-clock layout, marked invalid.
     pub fn from_row(text: &str) -> MarkerEncoding {
-        let map = Funcmap::parse_str(&format!("M:{text}")).unwrap_or_default();
-        match map.clock_layout {
+        match crate::funcmap::parse_layout(text) {
             Some(l) => MarkerEncoding::packed(l.shader_clock_bits, l.shader_clock_shift),
             None => MarkerEncoding {
                 valid: false,

@@ -25,8 +25,13 @@ pub const SECTION_NAME: &str = ".sqtt_funcmap";
 /// Prefix of address-trace point markers.
 pub const ADDR_TRACE_PREFIX: &str = "addr_trace_";
 
-/// The kind of a funcmap row that names a marker or a kernel.
+/// The kind of a funcmap row that names a marker or a kernel. Every spelling of a kind lives
+/// here: the row prefix ([`EntryKind::prefix`]), the table word ([`EntryKind::label`]), the JSON
+/// name ([`EntryKind::json_name`], also its serde form) and the words other writers use
+/// ([`EntryKind::from_word`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum EntryKind {
     /// `F:` an instrumented function.
     Function,
@@ -39,6 +44,14 @@ pub enum EntryKind {
 }
 
 impl EntryKind {
+    pub const ALL: [EntryKind; 4] = [
+        EntryKind::Function,
+        EntryKind::Kernel,
+        EntryKind::User,
+        EntryKind::Point,
+    ];
+
+    /// The row's type letter.
     pub fn prefix(self) -> char {
         match self {
             EntryKind::Function => 'F',
@@ -46,6 +59,38 @@ impl EntryKind {
             EntryKind::User => 'U',
             EntryKind::Point => 'P',
         }
+    }
+
+    /// The kind of a row type letter (`W:`, `R:`, `M:` rows are no entries).
+    pub fn from_prefix(c: char) -> Option<EntryKind> {
+        EntryKind::ALL.into_iter().find(|k| k.prefix() == c)
+    }
+
+    /// The name in JSON reports (`function`, `kernel`, `user`, `point`).
+    pub fn json_name(self) -> &'static str {
+        match self {
+            EntryKind::Function => "function",
+            EntryKind::Kernel => "kernel",
+            EntryKind::User => "user",
+            EntryKind::Point => "point",
+        }
+    }
+
+    /// A kind from any of its words, case-insensitive: the prefix letter, the table word or the
+    /// JSON name (`f`, `func`, `function`; ...), as other writers of funcmap tables (att_tool's
+    /// `code.json`) spell them.
+    pub fn from_word(word: &str) -> Option<EntryKind> {
+        let w = word.trim().to_ascii_lowercase();
+        EntryKind::ALL.into_iter().find(|k| {
+            w.len() == 1 && w.starts_with(k.prefix().to_ascii_lowercase())
+                || w == k.label()
+                || w == k.json_name()
+        })
+    }
+
+    /// Whether rows of this kind carry a marker ID (all but kernels).
+    pub fn has_id(self) -> bool {
+        self != EntryKind::Kernel
     }
 
     /// The word the funcmap table prints (`func`, `kernel`, `user`, `point`).
@@ -76,6 +121,41 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// A row of `kind` for a name as another writer gives it (att_tool's `code.json`): the
+    /// location is kept where the row grammar has one (functions, kernels, address traces) and
+    /// dropped elsewhere; `id` must be given exactly when the kind has one. `None` for a name
+    /// that cannot go into a row ([`name_problem`]) or a location with a line break.
+    pub fn new(
+        kind: EntryKind,
+        id: Option<u32>,
+        name: &str,
+        source_loc: Option<&str>,
+    ) -> Option<Entry> {
+        if name_problem(name).is_some() || id.is_some() != kind.has_id() {
+            return None;
+        }
+        let keeps_loc = match kind {
+            EntryKind::Function | EntryKind::Kernel => true,
+            EntryKind::Point => name.starts_with(ADDR_TRACE_PREFIX),
+            EntryKind::User => false,
+        };
+        let source_loc = source_loc
+            .filter(|l| keeps_loc && !l.is_empty())
+            .map(str::to_string);
+        if source_loc
+            .as_deref()
+            .is_some_and(|l| l.contains(['\n', '\r', '\0']))
+        {
+            return None;
+        }
+        Some(Entry {
+            kind,
+            id,
+            name: name.to_string(),
+            source_loc,
+        })
+    }
+
     pub fn is_address_trace(&self) -> bool {
         self.kind == EntryKind::Point && self.name.starts_with(ADDR_TRACE_PREFIX)
     }
@@ -86,6 +166,26 @@ impl Entry {
 pub struct ClockLayout {
     pub shader_clock_bits: u32,
     pub shader_clock_shift: u32,
+}
+
+impl ClockLayout {
+    /// A layout that fits the 32-bit header: fewer than 30 clock bits (one ID bit is left) and
+    /// the sampled window inside the low word.
+    pub fn new(shader_clock_bits: u32, shader_clock_shift: u32) -> Option<ClockLayout> {
+        (shader_clock_bits < ID_BITS && shader_clock_bits.checked_add(shader_clock_shift)? <= 32)
+            .then_some(ClockLayout {
+                shader_clock_bits,
+                shader_clock_shift,
+            })
+    }
+
+    /// The `M:` row text after the prefix.
+    pub fn row_text(self) -> String {
+        format!(
+            "shader_clock_bits={};shader_clock_shift={}",
+            self.shader_clock_bits, self.shader_clock_shift
+        )
+    }
 }
 
 /// A parsed (or to-be-written) funcmap.
@@ -168,17 +268,17 @@ impl Funcmap {
                 reason,
             };
             let (tag, rest) = row.split_once(':').ok_or_else(|| err("no type prefix"))?;
-            match tag {
-                "F" | "U" | "P" => {
+            let mut tag_chars = tag.chars();
+            let entry_kind = match (tag_chars.next(), tag_chars.next()) {
+                (Some(c), None) => EntryKind::from_prefix(c),
+                _ => None,
+            };
+            match (entry_kind, tag) {
+                (Some(kind), _) if kind.has_id() => {
                     let (id, name) = rest
                         .split_once(':')
                         .ok_or_else(|| err("expected ID:name"))?;
                     let id: u32 = parse_id(id).ok_or_else(|| err("bad marker ID"))?;
-                    let kind = match tag {
-                        "F" => EntryKind::Function,
-                        "U" => EntryKind::User,
-                        _ => EntryKind::Point,
-                    };
                     let (name, source_loc) = split_source_loc(kind, name);
                     if name.is_empty() {
                         return Err(err("empty name"));
@@ -190,23 +290,23 @@ impl Funcmap {
                         source_loc,
                     });
                 }
-                "K" => {
-                    let (name, source_loc) = split_source_loc(EntryKind::Kernel, rest);
+                (Some(kind), _) => {
+                    let (name, source_loc) = split_source_loc(kind, rest);
                     if name.is_empty() {
                         return Err(err("empty kernel name"));
                     }
                     map.entries.push(Entry {
-                        kind: EntryKind::Kernel,
+                        kind,
                         id: None,
                         name,
                         source_loc,
                     });
                 }
-                "W" => {
+                (None, "W") => {
                     let n: u32 = rest.trim().parse().map_err(|_| err("bad wave size"))?;
                     map.wave_size = Some(n);
                 }
-                "R" => {
+                (None, "R") => {
                     let (id, meta) = rest
                         .split_once(':')
                         .ok_or_else(|| err("expected ID:extra_payload_count=N"))?;
@@ -218,7 +318,7 @@ impl Funcmap {
                     let count: u32 = count.trim().parse().map_err(|_| err("bad payload count"))?;
                     map.payloads.push((id, count));
                 }
-                "M" => match parse_layout(rest) {
+                (None, "M") => match parse_layout(rest) {
                     Some(layout) => map.clock_layout = Some(layout),
                     None => map.malformed_layout = Some(rest.to_string()),
                 },
@@ -358,7 +458,8 @@ fn split_source_loc(kind: EntryKind, rest: &str) -> (String, Option<String>) {
     (rest.to_string(), None)
 }
 
-fn parse_layout(rest: &str) -> Option<ClockLayout> {
+/// The text after `M:`, when it is a well-formed layout.
+pub(crate) fn parse_layout(rest: &str) -> Option<ClockLayout> {
     let mut bits = None;
     let mut shift = None;
     for kv in rest.split(';') {
@@ -370,14 +471,7 @@ fn parse_layout(rest: &str) -> Option<ClockLayout> {
             _ => return None,
         }
     }
-    let (shader_clock_bits, shader_clock_shift) = (bits?, shift?);
-    if shader_clock_bits >= ID_BITS || shader_clock_bits + shader_clock_shift > 32 {
-        return None;
-    }
-    Some(ClockLayout {
-        shader_clock_bits,
-        shader_clock_shift,
-    })
+    ClockLayout::new(bits?, shift?)
 }
 
 impl fmt::Display for Funcmap {
@@ -386,11 +480,7 @@ impl fmt::Display for Funcmap {
     /// point (at the end when there is none); then any `R:` row no entry claimed.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(l) = self.clock_layout {
-            writeln!(
-                f,
-                "M:shader_clock_bits={};shader_clock_shift={}",
-                l.shader_clock_bits, l.shader_clock_shift
-            )?;
+            writeln!(f, "M:{}", l.row_text())?;
         }
         // A malformed `M:` row is kept as it was: dropping it would turn a funcmap whose encoding
         // is unknown into one that claims the legacy encoding.

@@ -325,3 +325,83 @@ fn both_layouts_read_the_same() {
     let two = Funcmap::parse(format!("{AMD_LAYOUT}\0K:other\n\0").as_bytes()).unwrap();
     assert_eq!(two.kernels().count(), 2);
 }
+
+/// Every spelling of a row kind comes from `EntryKind`, and each reads back to its kind.
+#[test]
+fn entry_kinds_own_their_spellings() {
+    for k in EntryKind::ALL {
+        assert_eq!(EntryKind::from_prefix(k.prefix()), Some(k));
+        for w in [
+            k.prefix().to_string(),
+            k.prefix().to_ascii_lowercase().to_string(),
+            k.label().to_string(),
+            k.json_name().to_string(),
+            k.json_name().to_ascii_uppercase(),
+        ] {
+            assert_eq!(EntryKind::from_word(&w), Some(k), "{w}");
+        }
+    }
+    let words: Vec<_> = EntryKind::ALL
+        .iter()
+        .map(|k| (k.prefix(), k.label(), k.json_name()))
+        .collect();
+    assert_eq!(
+        words,
+        [
+            ('F', "func", "function"),
+            ('K', "kernel", "kernel"),
+            ('U', "user", "user"),
+            ('P', "point", "point")
+        ]
+    );
+    for bad in ["W", "R", "M", "", "fun", "points"] {
+        assert_eq!(EntryKind::from_word(bad), None, "{bad}");
+    }
+    assert_eq!(EntryKind::from_prefix('W'), None);
+}
+
+/// Typed entries from another writer's columns write and parse back the same.
+#[test]
+fn typed_entries_round_trip_through_the_one_writer() {
+    let e = |k, id, n: &str, loc| Entry::new(k, id, n, loc);
+    let map = Funcmap {
+        entries: vec![
+            e(EntryKind::Function, Some(1), "_Z1fv", Some("a.hip:3")).unwrap(),
+            e(EntryKind::Kernel, None, "_Z1kv", Some("a.hip:9")).unwrap(),
+            // A user name keeps its `@`; its location column is dropped (user rows have none).
+            e(EntryKind::User, Some(2), "phase @ tile", Some("x.hip:1")).unwrap(),
+            e(EntryKind::Point, Some(3), "tick", Some("x.hip:1")).unwrap(),
+            e(
+                EntryKind::Point,
+                Some(4),
+                "addr_trace_load",
+                Some("a.hip:5 -> b.h:2"),
+            )
+            .unwrap(),
+        ],
+        wave_size: Some(64),
+        payloads: vec![(4, 130)],
+        clock_layout: None,
+        malformed_layout: None,
+    };
+    let text = map.to_string();
+    assert_eq!(
+        text,
+        "F:1:_Z1fv@a.hip:3\nK:_Z1kv@a.hip:9\nU:2:phase @ tile\nP:3:tick\nW:64\n\
+         P:4:addr_trace_load@a.hip:5 -> b.h:2\nR:4:extra_payload_count=130\n"
+    );
+    assert_eq!(Funcmap::parse_str(&text).unwrap(), map);
+    // What cannot be a row is refused, not written.
+    assert!(e(EntryKind::User, Some(1), "two\nlines", None).is_none());
+    assert!(e(EntryKind::User, Some(1), "", None).is_none());
+    assert!(e(EntryKind::Kernel, Some(1), "k", None).is_none());
+    assert!(e(EntryKind::Point, None, "p", None).is_none());
+    assert!(e(EntryKind::Function, Some(1), "f", Some("a\nb")).is_none());
+    assert_eq!(
+        ClockLayout::new(12, 4).unwrap().row_text(),
+        "shader_clock_bits=12;shader_clock_shift=4"
+    );
+    assert!(ClockLayout::new(30, 0).is_none() && ClockLayout::new(12, 21).is_none());
+    assert!(ClockLayout::new(1, u32::MAX).is_none());
+    assert!(!MarkerEncoding::packed(1, u32::MAX).is_valid());
+}

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use rustc_hash::FxHashMap;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
-use sqtt_markers::Funcmap;
+use sqtt_markers::{ClockLayout, Entry, EntryKind, Funcmap};
 
 use crate::codeobj::{default_wave_size, read_code_object_funcmap, CodeObject};
 use crate::diag::{kind, Diagnostics};
@@ -460,6 +460,12 @@ fn text(v: Option<&serde_json::Value>) -> Option<&str> {
     v?.as_str().map(str::trim).filter(|s| !s.is_empty())
 }
 
+/// A `sqtt_funcmap` row of `code.json`: an entry, or the wave size.
+enum Row {
+    Entry(Entry),
+    Wave(u32),
+}
+
 /// The funcmaps `code.json` carries, by code object ID (empty when the file or rows are absent).
 pub fn read_code_json(path: &Path, diag: &mut Diagnostics) -> BTreeMap<u64, Funcmap> {
     let mut out = BTreeMap::new();
@@ -476,87 +482,83 @@ pub fn read_code_json(path: &Path, diag: &mut Diagnostics) -> BTreeMap<u64, Func
             return out;
         }
     };
-    let mut lines: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    // The rows become typed funcmap entries directly (the one writer and parser of the text
+    // format stay in sqtt-markers); a row that cannot be one is counted and skipped.
     let mut bad = 0u64;
     let mut first_bad = String::new();
+    let mut note_bad = |table: &str, row: &[serde_json::Value]| {
+        bad += 1;
+        if first_bad.is_empty() {
+            first_bad = format!("{}: {table} row {row:?}", path.display());
+        }
+    };
     for row in &cj.sqtt_funcmap {
-        let line = (|| {
+        let parsed = (|| {
             let cid = num(row.first())?;
-            let kind = text(row.get(2))?.to_ascii_lowercase();
-            let name = text(row.get(3));
-            let loc = text(row.get(4))
-                .map(|l| format!("@{l}"))
-                .unwrap_or_default();
+            let word = text(row.get(2))?;
             let id = num(row.get(1));
-            let line = match kind.as_str() {
-                "f" | "func" | "function" => format!("F:{}:{}{loc}", id?, name?),
-                "u" | "user" => format!("U:{}:{}", id?, name?),
-                "p" | "point" => {
-                    let name = name?;
-                    if name.starts_with(sqtt_markers::funcmap::ADDR_TRACE_PREFIX) {
-                        format!("P:{}:{name}{loc}", id?)
-                    } else {
-                        format!("P:{}:{name}", id?)
-                    }
-                }
-                "k" | "kernel" => format!("K:{}{loc}", name?),
-                "w" | "wave_size" => format!("W:{}", id.or_else(|| num(row.get(3)))?),
-                _ => return None,
+            if word.eq_ignore_ascii_case("w") || word.eq_ignore_ascii_case("wave_size") {
+                let w = u32::try_from(id.or_else(|| num(row.get(3)))?).ok()?;
+                return Some((cid, Row::Wave(w)));
+            }
+            let kind = EntryKind::from_word(word)?;
+            let id = if kind.has_id() {
+                Some(u32::try_from(id?).ok()?)
+            } else {
+                None
             };
-            if line.contains('\n') {
-                return None;
-            }
-            Some((cid, line))
+            let entry = Entry::new(kind, id, text(row.get(3))?, text(row.get(4)))?;
+            Some((cid, Row::Entry(entry)))
         })();
-        match line {
-            Some((cid, l)) => lines.entry(cid).or_default().push(l),
-            None => {
-                bad += 1;
-                if first_bad.is_empty() {
-                    first_bad = format!("{}: sqtt_funcmap row {:?}", path.display(), row);
-                }
+        match parsed {
+            Some((cid, Row::Entry(e))) => out
+                .entry(cid)
+                .or_insert_with(Funcmap::default)
+                .entries
+                .push(e),
+            Some((cid, Row::Wave(w))) => {
+                out.entry(cid).or_insert_with(Funcmap::default).wave_size = Some(w)
             }
+            None => note_bad("sqtt_funcmap", row),
         }
     }
     for row in &cj.sqtt_funcmap_layout {
         match (num(row.first()), num(row.get(1)), num(row.get(2))) {
-            (Some(cid), Some(b), Some(s)) => lines
-                .entry(cid)
-                .or_default()
-                .push(format!("M:shader_clock_bits={b};shader_clock_shift={s}")),
-            _ => {
-                bad += 1;
-                if first_bad.is_empty() {
-                    first_bad = format!("{}: sqtt_funcmap_layout row {:?}", path.display(), row);
+            (Some(cid), Some(b), Some(s)) => {
+                let map = out.entry(cid).or_insert_with(Funcmap::default);
+                let layout = u32::try_from(b)
+                    .ok()
+                    .zip(u32::try_from(s).ok())
+                    .and_then(|(b, s)| ClockLayout::new(b, s));
+                match layout {
+                    Some(l) => map.clock_layout = Some(l),
+                    // Kept as unreadable: the code object's encoding is unknown, not legacy.
+                    None => {
+                        map.malformed_layout =
+                            Some(format!("shader_clock_bits={b};shader_clock_shift={s}"))
+                    }
                 }
             }
+            _ => note_bad("sqtt_funcmap_layout", row),
         }
     }
     for row in &cj.sqtt_funcmap_payloads {
-        match (num(row.first()), num(row.get(1)), num(row.get(2))) {
-            (Some(cid), Some(id), Some(n)) => lines
+        let ids = (|| {
+            let cid = num(row.first())?;
+            let id = u32::try_from(num(row.get(1))?).ok()?;
+            let n = u32::try_from(num(row.get(2))?).ok()?;
+            Some((cid, id, n))
+        })();
+        match ids {
+            Some((cid, id, n)) => out
                 .entry(cid)
-                .or_default()
-                .push(format!("R:{id}:extra_payload_count={n}")),
-            _ => {
-                bad += 1;
-                if first_bad.is_empty() {
-                    first_bad = format!("{}: sqtt_funcmap_payloads row {:?}", path.display(), row);
-                }
-            }
+                .or_insert_with(Funcmap::default)
+                .payloads
+                .push((id, n)),
+            None => note_bad("sqtt_funcmap_payloads", row),
         }
     }
     diag.warn_n(kind::BAD_ROW, bad, || first_bad);
-    for (cid, ls) in lines {
-        match Funcmap::parse_str(&ls.join("\n")) {
-            Ok(m) => {
-                out.insert(cid, m);
-            }
-            Err(e) => diag.warn(kind::BAD_ROW, || {
-                format!("{}: code object {cid}: {e}", path.display())
-            }),
-        }
-    }
     out
 }
 
@@ -809,5 +811,52 @@ impl<'de> Deserialize<'de> for Num {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `code.json`'s tables become typed funcmaps: every spelling of a kind, the location only
+    /// where the row grammar has one, the layout and payload tables; bad rows counted, the rest
+    /// kept.
+    #[test]
+    fn code_json_rows_become_typed_funcmaps() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("code.json");
+        let json = serde_json::json!({
+            "sqtt_funcmap": [
+                [1, 0, "kernel", "_Z1kv", "k.hip:9", 0],
+                [1, 1, "func", "_Z1fv", "k.hip:3", 0],
+                [1, 2, "U", "phase @ tile", "", 0],
+                [1, 3, "Point", "tick", "ignored.hip:1", 0],
+                [1, 4, "p", "addr_trace_load", "k.hip:5", 0],
+                [1, 64, "wave_size", "", "", 0],
+                [2, "5", "function", "_Z1gv", "", 0],
+                [1, 9, "Q", "bogus", "", 0],
+                [1, 6, "user", "two\nlines", "", 0],
+                [1, 4294967296u64, "user", "too_big", "", 0],
+            ],
+            "sqtt_funcmap_layout": [[2, 12, 4], [3, 40, 4]],
+            "sqtt_funcmap_payloads": [[1, 4, 130], [1, "x", 1]],
+        });
+        std::fs::write(&path, json.to_string()).unwrap();
+        let mut diag = Diagnostics::default();
+        let maps = read_code_json(&path, &mut diag);
+        assert_eq!(diag.count(kind::BAD_ROW), 4, "{diag}");
+        assert_eq!(
+            maps[&1].to_string(),
+            "K:_Z1kv@k.hip:9\nF:1:_Z1fv@k.hip:3\nU:2:phase @ tile\nP:3:tick\nW:64\n\
+             P:4:addr_trace_load@k.hip:5\nR:4:extra_payload_count=130\n"
+        );
+        assert!(maps[&1].validate().is_empty());
+        assert_eq!(
+            maps[&2].to_string(),
+            "M:shader_clock_bits=12;shader_clock_shift=4\nF:5:_Z1gv\n"
+        );
+        // An impossible layout is kept as unreadable, not taken for the legacy encoding.
+        assert!(!maps[&3].marker_encoding().is_valid());
+        assert!(!maps[&3].validate().is_empty());
     }
 }
