@@ -11,7 +11,9 @@ use sqtt_codeobj::bundle::{write_ccob, Compression};
 use sqtt_e2e::driver::*;
 use sqtt_e2e::toolchain::{extract_code_object, hipcc, llvm_tool, run_ok};
 
-/// gfx90a: every kind of row.
+/// gfx90a: every kind of row, in the layout the plugin wrote before it took AMD's (`W:` first,
+/// `R:` rows last), which --check keeps reading; plugin-made funcmaps in AMD's layout are checked
+/// in driver_hipcc.rs.
 const FULL: &str = "W:64\nK:_Z9my_kernelPfi@k.hip:10\nF:1:_Z6helperf@k.hip:3\n\
 F:2:_Z7inlinedf@k.hip:5\nU:3:work\nP:4:barrier\nP:5:vmem_load\n\
 P:6:addr_trace_load@k.hip:12 -> hip_runtime.h:264\nR:6:extra_payload_count=130\n";
