@@ -48,6 +48,16 @@ impl Sentinel {
     }
 }
 
+/// Deletes the sentinel declarations no call uses any more: LLVM 22 at -O0 otherwise writes
+/// them into the object as undefined (hidden) symbols, which the device link refuses.
+pub fn drop_unused_sentinels(m: Module) {
+    for f in m.functions() {
+        if Sentinel::of(f).is_some() && !f.has_uses() {
+            f.delete_function();
+        }
+    }
+}
+
 pub struct Call {
     pub inst: Value,
     pub kind: Sentinel,

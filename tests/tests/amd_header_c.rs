@@ -116,9 +116,10 @@ fn c_device_code_at_o0_gets_the_same_funcmap() {
     assert_eq!(funcmap_from_asm(&asm).as_deref(), Some(C_FUNCMAP));
     let insts = function_instructions(&asm, "use_markers");
     assert_eq!(records(&insts).len(), 14, "{}", insts.join("\n"));
+    // No sentinel left to call (every name resolved through -O0's allocas).
     assert!(
-        !asm.contains("call"),
-        "no call of a sentinel at -O0:\n{asm}"
+        !asm.contains("sqtt_marker_") && !asm.contains("__sqtt_named_marker"),
+        "a sentinel survived at -O0:\n{asm}"
     );
 }
 
