@@ -60,6 +60,74 @@ pub mod var {
     ];
 }
 
+/// A plugin option (LLVM `cl::opt`, given as `-mllvm -sqtt-marker-<setting>=VALUE`): one per
+/// instrumentation setting, named as AMD's pass names them, overriding the variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PluginOption {
+    /// The option, without its dash: `sqtt-marker-mem-barrier`.
+    pub name: &'static str,
+    /// The variable it overrides.
+    pub var: &'static str,
+    /// What `-help-hidden` shows after `=`.
+    pub value_desc: &'static str,
+}
+
+/// Every plugin option, in the order of [`var::SETTINGS`].
+pub const PLUGIN_OPTIONS: &[PluginOption] = &[
+    option(
+        "sqtt-marker-instrument-functions",
+        var::INSTRUMENT_FUNCTIONS,
+        "N|cost:N",
+    ),
+    option(
+        "sqtt-marker-instrument-barriers",
+        var::INSTRUMENT_BARRIERS,
+        "0|1",
+    ),
+    option(
+        "sqtt-marker-instrument-memory",
+        var::INSTRUMENT_MEMORY,
+        "N:M|off",
+    ),
+    option(
+        "sqtt-marker-mem-barrier",
+        var::MEM_BARRIER,
+        "none|asm|fence",
+    ),
+    option(
+        "sqtt-marker-trace-addresses",
+        var::TRACE_ADDRESSES,
+        "memory|lds|memory,lds|off",
+    ),
+    option(
+        "sqtt-marker-shader-clock-bits",
+        var::SHADER_CLOCK_BITS,
+        "bits",
+    ),
+    option(
+        "sqtt-marker-shader-clock-shift",
+        var::SHADER_CLOCK_SHIFT,
+        "bits",
+    ),
+    option("sqtt-marker-scope-wave", var::SCOPE_WAVE, "mask"),
+    option("sqtt-marker-scope-simd", var::SCOPE_SIMD, "mask"),
+    option("sqtt-marker-scope-cu", var::SCOPE_CU, "mask"),
+    option("sqtt-marker-scope-wg", var::SCOPE_WG, "mask"),
+];
+
+const fn option(name: &'static str, var: &'static str, value_desc: &'static str) -> PluginOption {
+    PluginOption {
+        name,
+        var,
+        value_desc,
+    }
+}
+
+/// The plugin option that overrides a variable.
+pub fn option_of(var_name: &str) -> Option<&'static PluginOption> {
+    PLUGIN_OPTIONS.iter().find(|o| o.var == var_name)
+}
+
 /// Automatic function entry/exit instrumentation threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FunctionThreshold {
@@ -236,6 +304,8 @@ pub enum Origin {
     Env(&'static str),
     /// A key of a configuration file.
     File { path: PathBuf, key: String },
+    /// A plugin option (`-mllvm -sqtt-marker-...`).
+    Option(&'static str),
 }
 
 impl fmt::Display for Origin {
@@ -243,6 +313,7 @@ impl fmt::Display for Origin {
         match self {
             Origin::Env(v) => write!(f, "environment variable {v}"),
             Origin::File { path, key } => write!(f, "key `{key}` in {}", path.display()),
+            Origin::Option(o) => write!(f, "plugin option -{o}"),
         }
     }
 }
@@ -319,9 +390,10 @@ impl Settings {
         let keys = parse::apply_toml(&mut s, text, path)?;
         s.validate_named(&|var| {
             let key = name_to_key(var);
-            keys.iter()
-                .any(|k| k == key)
-                .then(|| (path.to_path_buf(), key))
+            keys.iter().any(|k| k == key).then(|| Origin::File {
+                path: path.to_path_buf(),
+                key: key.to_string(),
+            })
         })?;
         Ok(s)
     }
@@ -330,6 +402,20 @@ impl Settings {
     pub fn load<F>(file: Option<&Path>, get: F) -> Result<Settings, ConfigError>
     where
         F: Fn(&str) -> Option<String>,
+    {
+        Settings::load_with_options(file, get, |_| None)
+    }
+
+    /// The plugin's view: [`Settings::load`], then every given plugin option over it
+    /// (`option(name)` returns the value of `-name=VALUE` when it was given).
+    pub fn load_with_options<F, O>(
+        file: Option<&Path>,
+        get: F,
+        option: O,
+    ) -> Result<Settings, ConfigError>
+    where
+        F: Fn(&str) -> Option<String>,
+        O: Fn(&str) -> Option<String>,
     {
         let mut s = Settings::default();
         let mut keys = Vec::new();
@@ -341,18 +427,42 @@ impl Settings {
             keys = parse::apply_toml(&mut s, &text, path)?;
         }
         let vars = s.apply_env(&get)?;
-        // A conflict names the key of the file for a setting the file made and no variable
-        // replaced, else the variable.
+        let options = s.apply_options(&option)?;
+        // A conflict names the option that set a setting, else the key of the file for a
+        // setting the file made and no variable replaced, else the variable.
         s.validate_named(&|var| {
+            if options.contains(&var) {
+                return option_of(var).map(|o| Origin::Option(o.name));
+            }
             let key = name_to_key(var);
             match file {
                 Some(path) if !vars.contains(&var) && keys.iter().any(|k| k == key) => {
-                    Some((path.to_path_buf(), key))
+                    Some(Origin::File {
+                        path: path.to_path_buf(),
+                        key: key.to_string(),
+                    })
                 }
                 _ => None,
             }
         })?;
         Ok(s)
+    }
+
+    /// Applies the given plugin options and returns the variables they stand for. An option
+    /// given with an empty value (`-sqtt-marker-scope-cu=`) counts as not given, as an empty
+    /// variable does.
+    fn apply_options<O>(&mut self, option: &O) -> Result<Vec<&'static str>, ConfigError>
+    where
+        O: Fn(&str) -> Option<String>,
+    {
+        let mut set = Vec::new();
+        for o in PLUGIN_OPTIONS {
+            if let Some(v) = option(o.name).filter(|v| !v.trim().is_empty()) {
+                parse::apply_value(self, name_to_key(o.var), &v, Origin::Option(o.name))?;
+                set.push(o.var);
+            }
+        }
+        Ok(set)
     }
 
     /// Applies the set variables (an empty or all-blank value counts as unset) and returns them.
@@ -407,15 +517,16 @@ impl Settings {
         self.validate_named(&|_| None)
     }
 
-    /// [`Settings::validate`], naming a setting by `from_file(var)`: `Some((file, key))` when the
-    /// value came from that key of a configuration file, `None` for the variable.
+    /// [`Settings::validate`], naming a setting by `origin(var)`: the key of a configuration
+    /// file or the plugin option its value came from, `None` for the variable.
     fn validate_named(
         &self,
-        from_file: &dyn Fn(&'static str) -> Option<(PathBuf, &'static str)>,
+        origin: &dyn Fn(&'static str) -> Option<Origin>,
     ) -> Result<(), ConfigError> {
-        let name = |var: &'static str, value: String| match from_file(var) {
-            Some((path, key)) => format!("`{key} = {value}` in {}", path.display()),
-            None => format!("{var}={value}"),
+        let name = |var: &'static str, value: String| match origin(var) {
+            Some(Origin::File { path, key }) => format!("`{key} = {value}` in {}", path.display()),
+            Some(Origin::Option(o)) => format!("-{o}={value}"),
+            Some(Origin::Env(_)) | None => format!("{var}={value}"),
         };
         if let (true, Some(memory)) = (self.trace_addresses.is_on(), self.instrument_memory) {
             return Err(ConfigError::MutuallyExclusive {
@@ -476,6 +587,18 @@ impl Settings {
             (var::SCOPE_CU, hex(self.scope.cu)),
             (var::SCOPE_WG, hex(self.scope.wg)),
         ]
+    }
+
+    /// The plugin options that reproduce these instrumentation settings exactly, as clang's
+    /// `-mllvm` values (`-sqtt-marker-mem-barrier=fence`, ...), in the order of [`Settings::to_env`].
+    pub fn to_plugin_options(&self) -> Vec<String> {
+        self.to_env()
+            .into_iter()
+            .map(|(var, value)| {
+                let o = option_of(var).expect("every setting variable has a plugin option");
+                format!("-{}={value}", o.name)
+            })
+            .collect()
     }
 
     /// A short stable text of the instrumentation settings, for hashing into cache keys.

@@ -439,3 +439,109 @@ fn a_zero_scope_mask_warns_that_no_marker_can_be_emitted() {
     let s = Settings::from_env(env(&[("SQTT_SCOPE_CU", "0"), ("SQTT_ENABLED", "0")])).unwrap();
     assert!(s.warnings().is_empty());
 }
+
+#[test]
+fn every_setting_has_a_plugin_option_named_as_amds_pass_names_it() {
+    assert_eq!(PLUGIN_OPTIONS.len(), var::SETTINGS.len());
+    for (o, var) in PLUGIN_OPTIONS.iter().zip(var::SETTINGS) {
+        assert_eq!(o.var, *var);
+        // sqtt-marker-<toml key with `_` and `.` as `-`>: AMD's spelling (mem-barrier, scope-cu).
+        let expected = format!("sqtt-marker-{}", name_to_key(var).replace(['_', '.'], "-"));
+        assert_eq!(o.name, expected);
+    }
+    assert_eq!(
+        option_of(var::SCOPE_CU).unwrap().name,
+        "sqtt-marker-scope-cu"
+    );
+    assert!(option_of(var::ENABLED).is_none());
+}
+
+#[test]
+fn plugin_options_override_the_file_and_the_environment() {
+    let dir = std::env::temp_dir().join(format!("sqtt-config-options-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(CONFIG_FILE_NAME);
+    std::fs::write(&file, "mem_barrier = \"asm\"\ninstrument_barriers = true\n").unwrap();
+    let opts = env(&[
+        ("sqtt-marker-mem-barrier", "none"),
+        ("sqtt-marker-scope-cu", "-1"),
+        // Empty: not given.
+        ("sqtt-marker-instrument-functions", ""),
+    ]);
+    let s = Settings::load_with_options(
+        Some(&file),
+        env(&[("SQTT_SCOPE_CU", "0x1"), ("SQTT_INSTRUMENT_FUNCTIONS", "7")]),
+        opts,
+    )
+    .unwrap();
+    assert_eq!(s.mem_barrier, MemBarrier::None);
+    assert_eq!(s.scope.cu, u32::MAX);
+    assert!(
+        s.instrument_barriers,
+        "the file's value stays where no option is given"
+    );
+    assert_eq!(s.instrument_functions, FunctionThreshold::Count(7));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_options_of_a_settings_value_give_it_back() {
+    let s = Settings::from_env(env(&[
+        ("SQTT_INSTRUMENT_FUNCTIONS", "cost:50"),
+        ("SQTT_INSTRUMENT_MEMORY", "2:5"),
+        ("SQTT_MEM_BARRIER", "asm"),
+        ("SQTT_SHADER_CLOCK_BITS", "8"),
+        ("SQTT_SCOPE_SIMD", "0x3"),
+    ]))
+    .unwrap();
+    let opts = s.to_plugin_options();
+    assert!(
+        opts.contains(&"-sqtt-marker-instrument-memory=2:5".to_string()),
+        "{opts:?}"
+    );
+    let pairs: Vec<(String, String)> = opts
+        .iter()
+        .map(|o| {
+            let (k, v) = o.trim_start_matches('-').split_once('=').unwrap();
+            (k.to_string(), v.to_string())
+        })
+        .collect();
+    let map: HashMap<String, String> = pairs.into_iter().collect();
+    // Over a contrary environment: the options alone say what is built.
+    let back = Settings::load_with_options(
+        None,
+        env(&[
+            ("SQTT_MEM_BARRIER", "fence"),
+            ("SQTT_INSTRUMENT_MEMORY", "1:0"),
+        ]),
+        move |k| map.get(k).cloned(),
+    )
+    .unwrap();
+    assert_eq!(back, s);
+}
+
+#[test]
+fn a_bad_option_value_names_the_option_and_a_conflict_names_it_too() {
+    let e = Settings::load_with_options(None, env(&[]), env(&[("sqtt-marker-mem-barrier", "x")]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("plugin option -sqtt-marker-mem-barrier")
+            && e.contains("\"x\"")
+            && e.contains("none, asm or fence"),
+        "{e}"
+    );
+    let e = Settings::load_with_options(
+        None,
+        env(&[("SQTT_INSTRUMENT_MEMORY", "2:5")]),
+        env(&[("sqtt-marker-trace-addresses", "memory")]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("-sqtt-marker-trace-addresses=memory")
+            && e.contains("SQTT_INSTRUMENT_MEMORY=2:5")
+            && e.contains("mutually exclusive"),
+        "{e}"
+    );
+}

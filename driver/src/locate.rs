@@ -357,23 +357,37 @@ fn ensure_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// The directory holding this build's markers.hpp: `<cache>/include-<sha256 prefix>/`, written
-/// once (content addressed, so several versions of sqtt-hipcc never disagree).
+/// The directory holding this build's device headers (markers.hpp and
+/// amd_sqtt_marker/sqtt_marker.h): `<cache>/include-<sha256 prefix>/`, written once (content
+/// addressed, so several versions of sqtt-hipcc never disagree).
 pub fn markers_include_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf, Fail> {
-    let text = sqtt_markers::MARKERS_HPP.as_bytes();
-    let rel =
-        PathBuf::from(format!("include-{}", hex16(&Sha256::digest(text)))).join("markers.hpp");
-    if let Some(f) = cached_file(getenv, &rel) {
-        return Ok(f.parent().unwrap().to_path_buf());
+    let mut hash = Sha256::new();
+    for (rel, text) in sqtt_markers::HEADERS {
+        hash.update(rel.as_bytes());
+        hash.update([0]);
+        hash.update(text.as_bytes());
+        hash.update([0]);
     }
-    let file = cache_dir(getenv).join(&rel);
-    let dir = file.parent().unwrap().to_path_buf();
-    ensure_file(&file, text).map_err(|e| {
-        Fail::usage(format!(
-            "cannot write markers.hpp to {}: {e} (set SQTT_CACHE_DIR to a writable directory)",
-            file.display()
-        ))
-    })?;
+    let dir_rel = PathBuf::from(format!("include-{}", hex16(&hash.finalize())));
+    // The last header is written last: its presence says the directory is complete.
+    let (last, _) = sqtt_markers::HEADERS[sqtt_markers::HEADERS.len() - 1];
+    if let Some(f) = cached_file(getenv, &dir_rel.join(last)) {
+        let mut dir = f;
+        for _ in Path::new(last).components() {
+            dir.pop();
+        }
+        return Ok(dir);
+    }
+    let dir = cache_dir(getenv).join(&dir_rel);
+    for (rel, text) in sqtt_markers::HEADERS {
+        let file = dir.join(rel);
+        ensure_file(&file, text.as_bytes()).map_err(|e| {
+            Fail::usage(format!(
+                "cannot write {rel} to {}: {e} (set SQTT_CACHE_DIR to a writable directory)",
+                file.display()
+            ))
+        })?;
+    }
     Ok(dir)
 }
 

@@ -268,6 +268,7 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
                 if instrument {
                     extra.push("-Xarch_device".into());
                     extra.push(format!("-fpass-plugin={}", plugin.display()));
+                    extra.extend(plugin_option_flags(&plugin, &settings));
                 }
                 if rdc_link {
                     extra.push("-Xoffload-linker".into());
@@ -386,11 +387,28 @@ fn check_llvm_major(plugin: &Path, hipcc: &Path) -> Result<(), Fail> {
     Ok(())
 }
 
+/// The flags that put the settings on the compile's command line, so that it alone says what is
+/// built (build tools and caches see it): every setting as a plugin option,
+/// `-Xclang -mllvm -Xclang -sqtt-marker-<setting>=VALUE`, for every cc1 (host and device) and
+/// never for lld (a plain `-mllvm` reaches the device lld, which has no plugin loaded). cc1
+/// parses `-mllvm` before it loads `-fpass-plugin` libraries up to LLVM 21, so the plugin is
+/// also loaded as a clang plugin (`-fplugin=`, loaded first), which registers its options in
+/// the host cc1 too. The `SQTT_*` environment stays exported as well (the `-fgpu-rdc` device
+/// link reads it).
+fn plugin_option_flags(plugin: &Path, settings: &sqtt_config::Settings) -> Vec<String> {
+    let mut flags = vec![format!("-fplugin={}", plugin.display())];
+    for option in settings.to_plugin_options() {
+        flags.extend(["-Xclang".into(), "-mllvm".into(), "-Xclang".into(), option]);
+    }
+    flags
+}
+
 /// `--sqtt-flags[=CLANG]`: one shell-quoted line with the flags that instrument a plain
 /// `clang++ -x hip` compile: the plugin built for CLANG's major (default: hipcc's clang), the
-/// markers include directory and `-DSQTT_ENABLED=1`. The plugin reads its settings from the
-/// `SQTT_*` environment only (no plugin options yet), so settings reach it through
-/// `--sqtt-launch` (the CMake package sets it as the compiler launcher).
+/// markers include directory and `-DSQTT_ENABLED=1`. The settings are not among them: these
+/// flags are fixed when a build is configured, while sqtt.toml may change after; the plugin
+/// reads them from `--sqtt-launch`'s environment (the CMake package sets it as the compiler
+/// launcher) or from sqtt.toml itself.
 fn print_flags(own: &OwnOptions, clang: Option<&Path>) -> Result<i32, Fail> {
     let cwd = std::env::current_dir()
         .map_err(|e| Fail::usage(format!("cannot read the working directory: {e}")))?;

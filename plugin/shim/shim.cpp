@@ -122,3 +122,57 @@ extern "C" void sqtt_shim_disable_unroll(LLVMValueRef Branch) {
   Loop->replaceOperandWith(0, Loop);
   I->setMetadata(LLVMContext::MD_loop, Loop);
 }
+
+// ---- Plugin options: -mllvm -sqtt-marker-<setting>=VALUE ---------------------------------------
+// One cl::opt per setting, named by the Rust table (sqtt_config::PLUGIN_OPTIONS). They are
+// registered when the library is loaded, so they are known to a -mllvm parse that comes after
+// the load: clang 22 loads -fpass-plugin libraries first; older clangs need the library loaded
+// as a clang plugin as well (-fplugin=, which cc1 loads before it reads -mllvm).
+#include "llvm/Support/CommandLine.h"
+#include <memory>
+#include <string>
+#include <vector>
+
+extern "C" {
+size_t sqtt_plugin_option_count(void);
+const char *sqtt_plugin_option_name(size_t I, size_t *Len);
+const char *sqtt_plugin_option_var(size_t I, size_t *Len);
+const char *sqtt_plugin_option_value_desc(size_t I, size_t *Len);
+}
+
+namespace {
+struct PluginOptions {
+  std::vector<std::unique_ptr<cl::opt<std::string>>> Opts;
+  std::vector<std::string> Descs;
+  PluginOptions() {
+    size_t N = sqtt_plugin_option_count();
+    Descs.reserve(N); // cl::desc keeps a StringRef into these
+    for (size_t I = 0; I < N; ++I) {
+      size_t NameLen = 0, VarLen = 0, ValueLen = 0;
+      const char *Name = sqtt_plugin_option_name(I, &NameLen);
+      const char *Var = sqtt_plugin_option_var(I, &VarLen);
+      const char *Value = sqtt_plugin_option_value_desc(I, &ValueLen);
+      Descs.push_back("sqtt plugin setting, over " + std::string(Var, VarLen));
+      Opts.push_back(std::make_unique<cl::opt<std::string>>(
+          StringRef(Name, NameLen), cl::desc(Descs.back()),
+          cl::value_desc(StringRef(Value, ValueLen)), cl::init(""), cl::Hidden));
+    }
+  }
+};
+PluginOptions &pluginOptions() {
+  static PluginOptions Options;
+  return Options;
+}
+// Registers the options at load time.
+[[maybe_unused]] const bool OptionsRegistered = (pluginOptions(), true);
+} // namespace
+
+extern "C" int sqtt_shim_option_value(size_t I, const char **Value, size_t *Len) {
+  PluginOptions &O = pluginOptions();
+  if (I >= O.Opts.size() || O.Opts[I]->getNumOccurrences() == 0)
+    return 0;
+  const std::string &V = O.Opts[I]->getValue();
+  *Value = V.data();
+  *Len = V.size();
+  return 1;
+}

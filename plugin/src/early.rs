@@ -193,7 +193,7 @@ fn inline_marker_wrappers(m: Module) {
                 .flat_map(|b| b.instructions())
                 .any(|i| {
                     i.called_function()
-                        .is_some_and(|c| Sentinel::of(c.name_ref()).is_some())
+                        .is_some_and(|c| Sentinel::of(c).is_some())
                         && resolve_name(i.arg(0)).is_none()
                 });
             if !forwards {

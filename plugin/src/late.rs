@@ -262,5 +262,6 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
         shader_clock_shift: settings.shader_clock_shift,
     });
     funcmap_emit::emit(m, &ids, layout);
+    named::drop_unused_sentinels(m);
     Ok(())
 }

@@ -2,7 +2,9 @@
 //!
 //! Loaded into clang with `-fpass-plugin=libsqtt_plugin.so` (sqtt-hipcc does that), or into
 //! `opt -load-pass-plugin=... -passes=sqtt`. Settings come from the `SQTT_*` variables through
-//! `sqtt-config`, the same parser the driver uses. Non-AMDGPU modules are left untouched.
+//! `sqtt-config`, the same parser the driver uses, with the plugin options
+//! (`-mllvm -sqtt-marker-<setting>=VALUE`, [`options`]) over them. Non-AMDGPU modules are left
+//! untouched.
 
 mod address;
 mod barriers;
@@ -16,6 +18,7 @@ mod llvm;
 mod memory;
 mod named;
 mod numeric;
+mod options;
 mod scope;
 mod size;
 mod target;
@@ -146,21 +149,23 @@ pub(crate) unsafe fn run_phase(raw: LLVMModuleRef, requested: Phase) -> bool {
 /// The settings, by the wrapper's rules however the plugin was loaded: under sqtt-hipcc
 /// (`SQTT_HIPCC_DEPTH` set) the wrapper has exported the merged settings; otherwise (a plain
 /// `clang++ -fpass-plugin=`, `opt`) the sqtt.toml named by `SQTT_CONFIG` or found from the
-/// working directory upward, then the `SQTT_*` variables over it.
+/// working directory upward, then the `SQTT_*` variables over it. Plugin options given on the
+/// command line override both.
 fn plugin_settings() -> Result<Settings, sqtt_config::ConfigError> {
     let get = |k: &str| std::env::var(k).ok();
-    if get("SQTT_HIPCC_DEPTH").is_some_and(|v| !v.is_empty()) {
-        return Settings::from_process_env();
-    }
-    let file = get(sqtt_config::var::CONFIG)
-        .filter(|v| !v.is_empty())
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::current_dir()
-                .ok()
-                .and_then(|d| sqtt_config::find_config_file(&d))
-        });
-    Settings::load(file.as_deref(), get)
+    let file = if get("SQTT_HIPCC_DEPTH").is_some_and(|v| !v.is_empty()) {
+        None
+    } else {
+        get(sqtt_config::var::CONFIG)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+            .or_else(|| {
+                std::env::current_dir()
+                    .ok()
+                    .and_then(|d| sqtt_config::find_config_file(&d))
+            })
+    };
+    Settings::load_with_options(file.as_deref(), get, options::given)
 }
 
 /// The metadata kinds of the pass's tags in a context, looked up once per context.

@@ -457,6 +457,11 @@ impl Value {
         unsafe { LLVMInstructionEraseFromParent(self.0) }
     }
 
+    /// Deletes a function (a declaration nothing uses any more) from its module.
+    pub fn delete_function(self) {
+        unsafe { LLVMDeleteFunction(self.0) }
+    }
+
     pub fn has_uses(self) -> bool {
         unsafe { !LLVMGetFirstUse(self.0).is_null() }
     }

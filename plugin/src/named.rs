@@ -22,12 +22,18 @@ pub enum Sentinel {
 }
 
 impl Sentinel {
-    pub fn of(name: &str) -> Option<Sentinel> {
-        Some(match name {
-            sentinel::ENTER => Sentinel::Enter,
-            sentinel::EXIT => Sentinel::Exit,
-            sentinel::POINT => Sentinel::Point,
-            sentinel::DATA => Sentinel::Data,
+    /// The sentinel a callee stands for: a declaration (never a definition: a C function
+    /// that happens to be called `sqtt_marker_enter` and has a body is the user's) named by
+    /// either spelling.
+    pub fn of(callee: Value) -> Option<Sentinel> {
+        if !callee.is_declaration() {
+            return None;
+        }
+        Some(match callee.name_ref() {
+            sentinel::ENTER | sentinel::C_ENTER => Sentinel::Enter,
+            sentinel::EXIT | sentinel::C_EXIT => Sentinel::Exit,
+            sentinel::POINT | sentinel::C_POINT => Sentinel::Point,
+            sentinel::DATA | sentinel::C_DATA => Sentinel::Data,
             _ => return None,
         })
     }
@@ -38,6 +44,16 @@ impl Sentinel {
             Sentinel::Exit => "sqtt_marker_exit",
             Sentinel::Point => "sqtt_marker_point",
             Sentinel::Data => "sqtt_marker_data",
+        }
+    }
+}
+
+/// Deletes the sentinel declarations no call uses any more: LLVM 22 at -O0 otherwise writes
+/// them into the object as undefined (hidden) symbols, which the device link refuses.
+pub fn drop_unused_sentinels(m: Module) {
+    for f in m.functions() {
+        if Sentinel::of(f).is_some() && !f.has_uses() {
+            f.delete_function();
         }
     }
 }
@@ -163,7 +179,7 @@ pub fn collect(m: Module, f: Value) -> Result<Vec<Vec<Call>>, String> {
             let Some(callee) = inst.called_function() else {
                 continue;
             };
-            let Some(kind) = Sentinel::of(callee.name_ref()) else {
+            let Some(kind) = Sentinel::of(callee) else {
                 continue;
             };
             let name = resolve_name(inst.arg(0)).ok_or_else(|| {

@@ -85,20 +85,52 @@ fn compile_steps_get_plugin_include_and_define() {
         let o = fx.run(given, &[]);
         assert!(o.status.success(), "{given:?}: {}", stderr(&o));
         let extra = added(&fx.argv(), given);
-        assert_eq!(extra.len(), 4, "{extra:?}");
+        let options = sqtt_config::PLUGIN_OPTIONS.len();
+        assert_eq!(extra.len(), 5 + 4 * options, "{extra:?}");
         assert_eq!(extra[0], "-Xarch_device");
         assert_eq!(
             extra[1],
             format!("-fpass-plugin={}", plugin_path().display())
         );
-        assert!(extra[2].starts_with("-I"), "{extra:?}");
-        let inc = Path::new(&extra[2][2..]);
-        assert_eq!(
-            std::fs::read_to_string(inc.join("markers.hpp")).unwrap(),
-            sqtt_markers::MARKERS_HPP
-        );
-        assert_eq!(extra[3], "-DSQTT_ENABLED=1");
+        // The settings on the command line: the plugin loaded early (-fplugin) so that every
+        // cc1's -mllvm parse knows its options, each option through -Xclang (never to lld).
+        assert_eq!(extra[2], format!("-fplugin={}", plugin_path().display()));
+        for (i, o) in sqtt_config::PLUGIN_OPTIONS.iter().enumerate() {
+            let at = 3 + 4 * i;
+            assert_eq!(
+                extra[at..at + 3],
+                s(&["-Xclang", "-mllvm", "-Xclang"]),
+                "{extra:?}"
+            );
+            assert!(
+                extra[at + 3].starts_with(&format!("-{}=", o.name)),
+                "{extra:?}"
+            );
+        }
+        let rest = &extra[3 + 4 * options..];
+        assert!(rest[0].starts_with("-I"), "{extra:?}");
+        let inc = Path::new(&rest[0][2..]);
+        for (rel, text) in sqtt_markers::HEADERS {
+            assert_eq!(
+                std::fs::read_to_string(inc.join(rel)).unwrap(),
+                *text,
+                "{rel}"
+            );
+        }
+        assert_eq!(rest[1], "-DSQTT_ENABLED=1");
     }
+    // The options carry the merged settings (sqtt.toml and SQTT_* resolved).
+    std::fs::write(fx.path().join("sqtt.toml"), "mem_barrier = \"asm\"\n").unwrap();
+    fx.run(&["-c", "k.hip"], &[("SQTT_SCOPE_CU", "-1")]);
+    let argv = fx.argv();
+    for want in [
+        "-sqtt-marker-mem-barrier=asm",
+        "-sqtt-marker-scope-cu=0xFFFFFFFF",
+        "-sqtt-marker-instrument-memory=off",
+    ] {
+        assert!(argv.iter().any(|a| a == want), "{want} not in {argv:?}");
+    }
+    std::fs::remove_file(fx.path().join("sqtt.toml")).unwrap();
     // Settings reach the compiler's environment, merged and complete.
     fx.run(&["-c", "k.hip"], &[("SQTT_INSTRUMENT_BARRIERS", "1")]);
     let env = recorded_env(fx.path());
@@ -239,7 +271,13 @@ fn response_files_and_hipcc_variables_pass_unchanged() {
     assert!(o.status.success(), "{}", stderr(&o));
     let argv = fx.argv();
     assert_eq!(argv[0], "@args.rsp");
-    assert_eq!(argv.len(), 5, "classified as a compile step: {argv:?}");
+    // The response file, then what a compile step gets (plugin, its options, include, define).
+    let added = 5 + 4 * sqtt_config::PLUGIN_OPTIONS.len();
+    assert_eq!(
+        argv.len(),
+        1 + added,
+        "classified as a compile step: {argv:?}"
+    );
     assert_eq!(
         std::fs::read_to_string(fx.path().join("args.rsp")).unwrap(),
         "-c k.hip -o 'k.o'\n"

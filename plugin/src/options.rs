@@ -1,0 +1,53 @@
+//! The plugin options (`-mllvm -sqtt-marker-<setting>=VALUE`): the C++ shim registers one LLVM
+//! `cl::opt` per row of [`sqtt_config::PLUGIN_OPTIONS`], reading the rows through the functions
+//! here, and [`given`] reads back what the command line set.
+
+use std::ffi::c_char;
+
+use sqtt_config::PLUGIN_OPTIONS;
+
+extern "C" {
+    fn sqtt_shim_option_value(i: usize, value: *mut *const c_char, len: *mut usize) -> i32;
+}
+
+fn text(s: &'static str, len: *mut usize) -> *const c_char {
+    // SAFETY: the shim passes a valid pointer to a local length.
+    unsafe { *len = s.len() };
+    s.as_ptr().cast()
+}
+
+#[no_mangle]
+extern "C" fn sqtt_plugin_option_count() -> usize {
+    PLUGIN_OPTIONS.len()
+}
+
+#[no_mangle]
+extern "C" fn sqtt_plugin_option_name(i: usize, len: *mut usize) -> *const c_char {
+    text(PLUGIN_OPTIONS[i].name, len)
+}
+
+#[no_mangle]
+extern "C" fn sqtt_plugin_option_var(i: usize, len: *mut usize) -> *const c_char {
+    text(PLUGIN_OPTIONS[i].var, len)
+}
+
+#[no_mangle]
+extern "C" fn sqtt_plugin_option_value_desc(i: usize, len: *mut usize) -> *const c_char {
+    text(PLUGIN_OPTIONS[i].value_desc, len)
+}
+
+/// The value of option `name` when the command line gave it (`-mllvm -name=VALUE`).
+pub fn given(name: &str) -> Option<String> {
+    let i = PLUGIN_OPTIONS.iter().position(|o| o.name == name)?;
+    let mut ptr: *const c_char = std::ptr::null();
+    let mut len = 0usize;
+    // SAFETY: the shim writes a pointer into the option's own string (alive as long as the
+    // library) and its length, or returns 0 and writes nothing.
+    let set = unsafe { sqtt_shim_option_value(i, &mut ptr, &mut len) };
+    if set == 0 {
+        return None;
+    }
+    // SAFETY: as above; `len` bytes at `ptr`.
+    let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
+    Some(String::from_utf8_lossy(bytes).into_owned())
+}
