@@ -246,10 +246,16 @@ fn child(tool: &str, dir: &Path) {
             sqtt_tools::flamegraph::write_folded(&mut sink, &r.folded).unwrap();
             (r.totals.run.records, format!("{} stacks", r.folded.len()))
         }
-        "perfetto" => {
+        "perfetto" | "perfetto-json" => {
+            let format = if tool == "perfetto" {
+                sqtt_tools::perfetto::Format::Protobuf
+            } else {
+                sqtt_tools::perfetto::Format::Json
+            };
             let out = dir.join("perfetto_out");
             let r =
-                sqtt_tools::commands::perfetto(dir, Some(&out), None, &opts, &NoProgress).unwrap();
+                sqtt_tools::commands::perfetto(dir, Some(&out), None, format, &opts, &NoProgress)
+                    .unwrap();
             let bytes: u64 = r
                 .files
                 .iter()
@@ -260,7 +266,12 @@ fn child(tool: &str, dir: &Path) {
             }
             (
                 r.totals.run.records,
-                format!("{} events, {} MB written", r.events, bytes >> 20),
+                format!(
+                    "{} events, {:.1} MB written, {:.1} bytes/event",
+                    r.events,
+                    bytes as f64 / 1e6,
+                    bytes as f64 / r.events.max(1) as f64
+                ),
             )
         }
         _ => unreachable!(),
@@ -269,7 +280,7 @@ fn child(tool: &str, dir: &Path) {
     let cpu = cpu_seconds() - c0;
     let (user, sys) = user_sys_seconds();
     println!(
-        "{tool:>10}: {records} records: {:.2} M records/s per CPU second ({cpu:.2} s CPU: {user:.2} user, {sys:.2} system), {:.2} M/s wall ({dt:.2} s), peak RSS {} MiB ({extra})",
+        "{tool:>13}: {records} records: {:.2} M records/s per CPU second ({cpu:.2} s CPU: {user:.2} user, {sys:.2} system), {:.2} M/s wall ({dt:.2} s), peak RSS {} MiB ({extra})",
         records as f64 / cpu / 1e6,
         records as f64 / dt / 1e6,
         vm_hwm_kib() / 1024
@@ -326,7 +337,7 @@ fn main() {
             base.display(),
             t.elapsed().as_secs_f64()
         );
-        for tool in ["flamegraph", "perfetto"] {
+        for tool in ["flamegraph", "perfetto", "perfetto-json"] {
             let st = Command::new(&exe)
                 .args(["--child", tool, dir.path().to_str().unwrap()])
                 .status()

@@ -9,7 +9,9 @@ use crate::error::Error;
 use crate::flamegraph::Flamegraph;
 use crate::memory::MemoryReport;
 use crate::output::AtomicFile;
-use crate::perfetto::Perfetto;
+use crate::perfetto::json::JsonEncoder;
+use crate::perfetto::proto::ProtoEncoder;
+use crate::perfetto::{Format, Timeline};
 use crate::stats::{Stats, StatsReport};
 
 /// Counts over all ui directories: the per-directory counts summed, and how many there were.
@@ -95,12 +97,14 @@ pub struct PerfettoOutput {
     pub totals: Totals,
 }
 
-/// Writes `<ui dir name>.perfetto.json` for every ui directory, into `out_dir` or beside the
-/// ui directory. Existing files are replaced only when the whole run succeeds.
+/// Writes `<ui dir name>.pftrace` (or `.perfetto.json`, per `format`) for every ui directory,
+/// into `out_dir` or beside the ui directory. Existing files are replaced only when the whole
+/// run succeeds.
 pub fn perfetto(
     dir: &Path,
     out_dir: Option<&Path>,
     clock_ghz: Option<f64>,
+    format: Format,
     opts: &Options,
     progress: &dyn Progress,
 ) -> Result<PerfettoOutput, Error> {
@@ -122,14 +126,29 @@ pub fn perfetto(
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|| PathBuf::from(".")),
         };
-        let path = target_dir.join(format!("{}.perfetto.json", ui.name));
+        let path = target_dir.join(format!("{}{}", ui.name, format.suffix()));
         let f = AtomicFile::create(&path).map_err(|e| Error::io(&path, e))?;
-        let mut sink = Perfetto::new(f, &ui.name, clock_ghz).map_err(|e| Error::io(&path, e))?;
-        let st = trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?;
+        let (st, n, f) = match format {
+            Format::Protobuf => {
+                let mut sink = Timeline::new(ProtoEncoder::new(f, clock_ghz));
+                let st = trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?;
+                sink.report(&mut trace.diag);
+                let n = sink.events();
+                (st, n, sink.into_encoder().finish())
+            }
+            Format::Json => {
+                let enc =
+                    JsonEncoder::new(f, &ui.name, clock_ghz).map_err(|e| Error::io(&path, e))?;
+                let mut sink = Timeline::new(enc);
+                let st = trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?;
+                sink.report(&mut trace.diag);
+                let n = sink.events();
+                (st, n, sink.into_encoder().finish())
+            }
+        };
         totals.add(&st);
-        sink.report(&mut trace.diag);
-        events += sink.events;
-        pending.push(sink.finish().map_err(|e| Error::io(&path, e))?);
+        events += n;
+        pending.push(f.map_err(|e| Error::io(&path, e))?);
         files.push(path);
     }
     progress.finish();

@@ -29,7 +29,7 @@ enum Command {
     Funcmap(FuncmapArgs),
     /// Folded stacks (`frame;frame;... cycles`) on stdout, optionally an SVG flamegraph.
     Flamegraph(FlamegraphArgs),
-    /// One Chrome Trace Event JSON per ui_* directory, for the Perfetto UI.
+    /// A Perfetto trace per ui directory (protobuf .pftrace; --json for Chrome JSON).
     Perfetto(PerfettoArgs),
     /// Per kernel and per scope: count, total, mean, min and max duration, sorted by total.
     Stats(StatsArgs),
@@ -100,9 +100,13 @@ struct FlamegraphArgs {
 struct PerfettoArgs {
     #[command(flatten)]
     common: Common,
-    /// Directory for the *.perfetto.json files (default: beside each ui_* directory).
+    /// Directory for the output files (default: beside each ui directory).
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     output: Option<PathBuf>,
+    /// Write Chrome Trace Event JSON (<ui dir>.perfetto.json) instead of Perfetto's protobuf
+    /// trace (<ui dir>.pftrace).
+    #[arg(long)]
+    json: bool,
     /// Shader clock in GHz: timestamps become ns (default: cycles labelled as ns).
     #[arg(long, value_name = "GHZ", value_parser = parse_ghz, allow_hyphen_values = true)]
     clock_rate_ghz: Option<f64>,
@@ -243,6 +247,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 &a.common.dir,
                 a.output.as_deref(),
                 a.clock_rate_ghz,
+                if a.json {
+                    sqtt_tools::perfetto::Format::Json
+                } else {
+                    sqtt_tools::perfetto::Format::Protobuf
+                },
                 &a.common.options(),
                 &*p,
             )?;

@@ -68,6 +68,7 @@ fn not_a_trace_dir_is_an_error() {
             &dir.path().join("nope"),
             None,
             None,
+            sqtt_tools::perfetto::Format::Json,
             &Options::default(),
             &NoProgress
         ),
@@ -126,6 +127,7 @@ fn records_of_a_wave_with_no_occupancy_are_counted() {
         dir.path(),
         Some(out.path()),
         None,
+        sqtt_tools::perfetto::Format::Json,
         &Options::default(),
         &NoProgress,
     )
@@ -259,7 +261,15 @@ fn random_records_never_panic() {
     let o = Options::default();
     commands::flamegraph(dir.path(), &o, &NoProgress).unwrap();
     let out = tempfile::tempdir().unwrap();
-    let r = commands::perfetto(dir.path(), Some(out.path()), Some(1.7), &o, &NoProgress).unwrap();
+    let r = commands::perfetto(
+        dir.path(),
+        Some(out.path()),
+        Some(1.7),
+        sqtt_tools::perfetto::Format::Json,
+        &o,
+        &NoProgress,
+    )
+    .unwrap();
     for f in &r.files {
         let _: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
     }

@@ -87,7 +87,7 @@ fn golden_small_case() {
     // Perfetto of the packed gfx12 ui directory, given directly.
     let ui2 = dir.path().join("ui_output_agent_2_dispatch_4");
     let out = tempfile::tempdir().unwrap();
-    let o = sqtt(&["perfetto", s(&ui2), "-o", s(out.path())]);
+    let o = sqtt(&["perfetto", s(&ui2), "-o", s(out.path()), "--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let name = "ui_output_agent_2_dispatch_4.perfetto.json";
     check_golden(
@@ -152,6 +152,7 @@ fn no_decode_markers_keeps_raw_values() {
         "-o",
         s(out.path()),
         "--no-decode-markers",
+        "--json",
     ]);
     assert!(o.status.success());
     let v: serde_json::Value = serde_json::from_str(
@@ -213,7 +214,7 @@ fn failed_runs_leave_existing_outputs_untouched() {
             }
         }
     }
-    let existing = format!("{}.perfetto.json", truth_sim.uis[0].name);
+    let existing = format!("{}.pftrace", truth_sim.uis[0].name);
     std::fs::write(out.path().join(&existing), old).unwrap();
     let o = sqtt(&["perfetto", s(dir.path()), "-o", s(out.path())]);
     assert_eq!(o.status.code(), Some(1));

@@ -259,6 +259,7 @@ fn nested_layouts_are_found_with_their_own_code_objects() {
         root2.path(),
         Some(out.path()),
         None,
+        sqtt_tools::perfetto::Format::Json,
         &Options::default(),
         &NoProgress,
     )
@@ -462,7 +463,15 @@ fn short_names_drop_templates_parameters_and_return_types() {
         }
     }
     let out = tempfile::tempdir().unwrap();
-    let p = commands::perfetto(dir.path(), Some(out.path()), None, &o, &NoProgress).unwrap();
+    let p = commands::perfetto(
+        dir.path(),
+        Some(out.path()),
+        None,
+        sqtt_tools::perfetto::Format::Json,
+        &o,
+        &NoProgress,
+    )
+    .unwrap();
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&p.files[0]).unwrap()).unwrap();
     for e in v["traceEvents"].as_array().unwrap() {

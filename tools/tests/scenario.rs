@@ -119,7 +119,15 @@ fn without_end_names(
 fn perfetto_matches_ground_truth() {
     let (dir, truth) = setup(3);
     let out = tempfile::tempdir().unwrap();
-    let r = commands::perfetto(dir.path(), Some(out.path()), None, &opts(), &NoProgress).unwrap();
+    let r = commands::perfetto(
+        dir.path(),
+        Some(out.path()),
+        None,
+        sqtt_tools::perfetto::Format::Json,
+        &opts(),
+        &NoProgress,
+    )
+    .unwrap();
     assert_eq!(r.files.len(), 2);
     assert_eq!(r.diag.count(kind::UNMATCHED_ENTER), truth.unmatched_enter);
     for f in &r.files {
@@ -179,6 +187,7 @@ fn perfetto_clock_rate_converts_to_ns() {
         dir.path(),
         Some(out.path()),
         Some(2.0),
+        sqtt_tools::perfetto::Format::Json,
         &opts(),
         &NoProgress,
     )
@@ -203,7 +212,15 @@ fn perfetto_clock_rate_converts_to_ns() {
 #[test]
 fn perfetto_default_output_is_beside_the_ui_dirs() {
     let (dir, _) = setup(1);
-    let r = commands::perfetto(dir.path(), None, None, &opts(), &NoProgress).unwrap();
+    let r = commands::perfetto(
+        dir.path(),
+        None,
+        None,
+        sqtt_tools::perfetto::Format::Json,
+        &opts(),
+        &NoProgress,
+    )
+    .unwrap();
     for f in &r.files {
         assert_eq!(f.parent().unwrap(), dir.path());
         assert!(f.is_file());
@@ -348,7 +365,15 @@ fn perfetto_threads_stay_unique_past_256_instances() {
     let dir = tempfile::tempdir().unwrap();
     let truth = s.write(dir.path());
     let out = tempfile::tempdir().unwrap();
-    let r = commands::perfetto(dir.path(), Some(out.path()), None, &opts(), &NoProgress).unwrap();
+    let r = commands::perfetto(
+        dir.path(),
+        Some(out.path()),
+        None,
+        sqtt_tools::perfetto::Format::Json,
+        &opts(),
+        &NoProgress,
+    )
+    .unwrap();
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&r.files[0]).unwrap()).unwrap();
     let got = events_by_thread(&v);
     assert_eq!(got.len(), 300);

@@ -1,0 +1,305 @@
+//! `sqtt perfetto`'s protobuf trace against the simulated run's ground truth: every file is
+//! decoded by `protoc --decode` against tools/proto/perfetto_trace.proto and replayed as
+//! Perfetto's trace processor reads it (sequences, interning, incremental clocks, tracks).
+
+#[path = "support/pftrace.rs"]
+mod pftrace;
+mod sim;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use sqtt_tools::commands;
+use sqtt_tools::diag::{kind, NoProgress};
+use sqtt_tools::engine::Options;
+use sqtt_tools::perfetto::Format;
+
+fn setup(scale: usize) -> (tempfile::TempDir, sim::Truth) {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = sim::scenario(scale).write(dir.path());
+    (dir, truth)
+}
+
+fn ui_of(f: &Path) -> String {
+    f.file_name()
+        .unwrap()
+        .to_string_lossy()
+        .trim_end_matches(".pftrace")
+        .to_string()
+}
+
+/// The replay's events keyed as the ground truth keys them: (dispatch, JSON-layout tid), the
+/// tid computed from the coordinates in the thread's name.
+fn by_truth_key(r: &pftrace::Replay) -> BTreeMap<(u64, u64), Vec<sim::PEvent>> {
+    let mut out = BTreeMap::new();
+    for (uuid, evs) in &r.events {
+        let t = &r.threads[uuid];
+        let pname = &r.processes[&t.pid];
+        let dispatch = if pname.starts_with("dispatch ") {
+            t.pid as u64
+        } else {
+            0
+        };
+        let nums: Vec<u32> = t
+            .name
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().unwrap())
+            .collect();
+        assert_eq!(nums.len(), 5, "{}", t.name);
+        let tid = sim::tid(nums[0], nums[1], nums[2], nums[3], nums[4]);
+        assert!(out.insert((dispatch, tid), evs.clone()).is_none());
+    }
+    out
+}
+
+/// E events carry no name or category (they close the innermost B).
+fn without_end_names(
+    m: &BTreeMap<(u64, u64), Vec<sim::PEvent>>,
+) -> BTreeMap<(u64, u64), Vec<sim::PEvent>> {
+    m.iter()
+        .map(|(k, v)| {
+            let v = v
+                .iter()
+                .map(|e| {
+                    if e.0 == "E" {
+                        ("E".to_string(), String::new(), String::new(), e.3)
+                    } else {
+                        e.clone()
+                    }
+                })
+                .collect();
+            (*k, v)
+        })
+        .collect()
+}
+
+fn run(dir: &Path, out: &Path, clock: Option<f64>, format: Format) -> commands::PerfettoOutput {
+    commands::perfetto(
+        dir,
+        Some(out),
+        clock,
+        format,
+        &Options::default(),
+        &NoProgress,
+    )
+    .unwrap()
+}
+
+#[test]
+fn protobuf_matches_ground_truth() {
+    let (dir, truth) = setup(3);
+    let out = tempfile::tempdir().unwrap();
+    let r = run(dir.path(), out.path(), None, Format::Protobuf);
+    assert_eq!(r.files.len(), 2);
+    assert_eq!(r.diag.count(kind::UNMATCHED_ENTER), truth.unmatched_enter);
+    let mut events = 0;
+    for f in &r.files {
+        assert!(f.to_string_lossy().ends_with(".pftrace"), "{f:?}");
+        let ui = ui_of(f);
+        let rep = pftrace::replay(&pftrace::decode(f));
+        events += rep.events.values().map(Vec::len).sum::<usize>();
+        let got = by_truth_key(&rep);
+        let want = without_end_names(&truth.perfetto[&ui]);
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            want.keys().collect::<Vec<_>>(),
+            "{ui}: threads"
+        );
+        for (k, evs) in &want {
+            assert_eq!(&got[k], evs, "{ui}: thread {k:?}");
+        }
+        // Slices nest on every track, in time order.
+        for evs in rep.events.values() {
+            assert!(evs.windows(2).all(|w| w[0].3 <= w[1].3));
+            let mut depth = 0i64;
+            for e in evs {
+                depth += match e.0.as_str() {
+                    "B" => 1,
+                    "E" => -1,
+                    _ => 0,
+                };
+                assert!(depth >= 0);
+            }
+            assert_eq!(depth, 0);
+        }
+        // Processes are the dispatches, named after their kernels; one thread per wave.
+        for (pid, name) in &rep.processes {
+            assert!(
+                name.starts_with(&format!("dispatch {pid}: ")),
+                "{pid} {name}"
+            );
+        }
+        let names: BTreeSet<&str> = rep.threads.values().map(|t| t.name.as_str()).collect();
+        assert_eq!(names.len(), rep.threads.len());
+        let tids: BTreeSet<i64> = rep.threads.values().map(|t| t.tid).collect();
+        assert_eq!(tids.len(), rep.threads.len());
+        // Points carry their ID and value.
+        for (uuid, evs) in &rep.events {
+            let points: Vec<&sim::PEvent> = evs.iter().filter(|e| e.0 == "i").collect();
+            let args = rep.args.get(uuid).map(Vec::as_slice).unwrap_or(&[]);
+            assert_eq!(points.len(), args.len());
+            for (p, a) in points.iter().zip(args) {
+                assert_eq!(p.2, "sqtt.point");
+                assert!(a["id"].parse::<u32>().unwrap() > 0, "{a:?}");
+                // The value only when it is not the legacy form of the ID.
+                if let Some(v) = a.get("value") {
+                    assert_ne!(
+                        v.parse::<u32>().unwrap(),
+                        a["id"].parse::<u32>().unwrap() << 2
+                    );
+                }
+            }
+        }
+    }
+    assert_eq!(events as u64, r.events);
+}
+
+#[test]
+fn protobuf_point_arguments_match_the_json() {
+    // The same instants, with the same arguments, in both formats.
+    let (dir, _) = setup(1);
+    let out = tempfile::tempdir().unwrap();
+    let pb = run(dir.path(), out.path(), None, Format::Protobuf);
+    let js = run(dir.path(), out.path(), None, Format::Json);
+    assert_eq!(pb.events + json_meta_events(&js.files), js.events);
+    let mut want: Vec<BTreeMap<String, String>> = Vec::new();
+    for f in &js.files {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        for e in v["traceEvents"].as_array().unwrap() {
+            if e["ph"] == "i" {
+                let args = e["args"].as_object().unwrap();
+                let id = args["id"].as_u64().unwrap();
+                want.push(
+                    args.iter()
+                        .filter(|(k, v)| !(*k == "value" && v.as_u64() == Some(id << 2)))
+                        .map(|(k, v)| {
+                            let s = match v {
+                                serde_json::Value::String(s) => s.clone(),
+                                serde_json::Value::Array(a) => format!(
+                                    "[{}]",
+                                    a.iter()
+                                        .map(|x| x.to_string())
+                                        .collect::<Vec<_>>()
+                                        .join(",")
+                                ),
+                                other => other.to_string(),
+                            };
+                            (k.clone(), s)
+                        })
+                        .collect(),
+                );
+            }
+        }
+    }
+    let mut got = Vec::new();
+    for f in &pb.files {
+        let rep = pftrace::replay(&pftrace::decode(f));
+        got.extend(rep.args.into_values().flatten());
+    }
+    assert!(got.iter().any(|a| a.contains_key("source_loc")));
+    assert!(got.iter().any(|a| a.contains_key("payload")));
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+}
+
+fn json_meta_events(files: &[PathBuf]) -> u64 {
+    files
+        .iter()
+        .map(|f| {
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+            v["traceEvents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["ph"] == "M")
+                .count() as u64
+        })
+        .sum()
+}
+
+#[test]
+fn protobuf_clock_rate_converts_to_ns() {
+    let (dir, truth) = setup(1);
+    let out = tempfile::tempdir().unwrap();
+    let r = run(dir.path(), out.path(), Some(2.0), Format::Protobuf);
+    for f in &r.files {
+        let got = by_truth_key(&pftrace::replay(&pftrace::decode(f)));
+        let want = &truth.perfetto[&ui_of(f)];
+        assert_eq!(got.len(), want.len());
+        for (k, evs) in want {
+            for (a, b) in got[k].iter().zip(evs) {
+                // ns = cycles / 2, rounded.
+                assert_eq!(a.3, (b.3 as f64 / 2.0).round() as u64, "{a:?} {b:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn protobuf_is_the_default_and_smaller_than_json() {
+    let (dir, _) = setup(3);
+    let r = commands::perfetto(
+        dir.path(),
+        None,
+        None,
+        Format::default(),
+        &Options::default(),
+        &NoProgress,
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let js = run(dir.path(), out.path(), None, Format::Json);
+    let size =
+        |fs: &[PathBuf]| -> u64 { fs.iter().map(|f| std::fs::metadata(f).unwrap().len()).sum() };
+    for f in &r.files {
+        assert_eq!(f.parent().unwrap(), dir.path());
+        assert!(f.to_string_lossy().ends_with(".pftrace"));
+    }
+    let (pb, json) = (size(&r.files), size(&js.files));
+    // Waves of a few dozen events here, so the per-wave descriptors weigh; on long waves the
+    // ratio is past 5 (`cargo bench -p sqtt-tools` prints it).
+    assert!(pb * 2 < json, "protobuf {pb} bytes, JSON {json} bytes");
+}
+
+#[test]
+fn protobuf_tracks_stay_unique_past_256_instances() {
+    // 300 waves in one slot: a thread track and a tid each.
+    let mut s = sim::scenario(1);
+    s.uis.truncate(1);
+    let ui = &mut s.uis[0];
+    ui.waves.retain(|w| w.dispatch == 2);
+    let proto = ui.waves[0].clone();
+    ui.waves = (0..300u64)
+        .map(|i| sim::WaveDef {
+            start: 1000 + i * 5000,
+            ..proto.clone()
+        })
+        .collect();
+    ui.priv_records = 0;
+    let dir = tempfile::tempdir().unwrap();
+    let truth = s.write(dir.path());
+    let out = tempfile::tempdir().unwrap();
+    let r = run(dir.path(), out.path(), None, Format::Protobuf);
+    let rep = pftrace::replay(&pftrace::decode(&r.files[0]));
+    assert_eq!(rep.threads.len(), 300);
+    let tids: BTreeSet<i64> = rep.threads.values().map(|t| t.tid).collect();
+    assert_eq!(tids, (1..=300).collect());
+    assert!(rep
+        .threads
+        .values()
+        .any(|t| t.name.ends_with("/CU2/SIMD0/W1#299")));
+    let mut want: Vec<Vec<sim::PEvent>> = without_end_names(&truth.perfetto[&s.uis[0].name])
+        .into_values()
+        .collect();
+    let mut have: Vec<Vec<sim::PEvent>> = rep.events.into_values().collect();
+    want.sort();
+    have.sort();
+    assert!(
+        have == want,
+        "per-track events differ from the ground truth"
+    );
+}
