@@ -64,7 +64,7 @@ if [ "${1:-}" = --print ]; then
         k = order[i]; split(k, f, "\t")
         printf "%-8s %-8s | %8.2f -> %-12.2f | %8.2f -> %-12.2f | %8.2f -> %-12.2f | %.2f -> %.2f\n",
           f[1], f[2], v[k, "share", "b"], v[k, "share", "a"], v[k, "ratio", "b"], v[k, "ratio", "a"],
-          v[k, "per_marker", "b"], v[k, "per_marker", "a"], v[k, "waits", "b"], v[k, "waits", "a"]
+          v[k, "per", "b"], v[k, "per", "a"], v[k, "waits", "b"], v[k, "waits", "a"]
       }
     }' "$2"
   exit 0
@@ -134,8 +134,8 @@ row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@"; }
 for arch in "${ARCHES[@]}"; do
   common=(-std=c++17 --offload-arch="$arch" --cuda-device-only -c --no-gpu-bundle-output
     -Wno-unused-result "${extra[@]}" "$SRC")
-  declare -A times=() shares=()
-  for run in $(seq "$RUNS"); do
+  declare -A times=() shares=() res=()
+  for _ in $(seq "$RUNS"); do
     # Alternating, so that a busy moment on the machine hits every configuration alike.
     for cfg in plain before after; do
       obj=$OUT/$cfg-$MAJOR-$arch.o
@@ -167,28 +167,28 @@ for arch in "${ARCHES[@]}"; do
     read -r ip _ wp <<<"$(count "$OUT/plain-$MAJOR-$arch.o" "$arch")"
     for cfg in before after; do
       read -r i r w <<<"$(count "$OUT/$cfg-$MAJOR-$arch.o" "$arch")"
-      declare "ratio_$cfg=$(calc "$(median ${times[$cfg]}) / $tp")"
-      declare "share_$cfg=$(median ${shares[$cfg]})"
-      declare "per_$cfg=$(calc "($i - $ip) / $r")"
-      declare "waits_$cfg=$(calc "($w - $wp) / $r")"
-      declare "records_$cfg=$r"
+      res[ratio_$cfg]=$(calc "$(median ${times[$cfg]}) / $tp")
+      res[share_$cfg]=$(median ${shares[$cfg]})
+      res[per_$cfg]=$(calc "($i - $ip) / $r")
+      res[waits_$cfg]=$(calc "($w - $wp) / $r")
+      res[records_$cfg]=$r
     done
   }
-  if [ "$records_before" != "$records_after" ]; then
-    echo "bench-pass: $arch: $records_before records before, $records_after after" >&2
+  if [ "${res[records_before]}" != "${res[records_after]}" ]; then
+    echo "bench-pass: $arch: ${res[records_before]} records before, ${res[records_after]} after" >&2
   fi
   rows=$(
-    row "$MAJOR" "$arch" share "$share_before" "$share_after"
-    row "$MAJOR" "$arch" ratio "$ratio_before" "$ratio_after"
-    row "$MAJOR" "$arch" per_marker "$per_before" "$per_after"
-    row "$MAJOR" "$arch" waits "$waits_before" "$waits_after"
+    for m in share ratio per waits; do
+      row "$MAJOR" "$arch" "$m" "${res[${m}_before]}" "${res[${m}_after]}"
+    done
   )
+  records=${res[records_after]}
   if [ "$ROWS" = 1 ]; then
     printf '%s\n' "$rows"
   else
     printf '%s\n' "$rows" >"$OUT/rows-$MAJOR-$arch.tsv"
     bash ci/bench-pass.sh --print "$OUT/rows-$MAJOR-$arch.tsv"
   fi
-  unset times shares
+  unset times shares res
 done
-[ "$ROWS" = 1 ] || echo "(device compile of $SRC with $HIPCC, $RUNS runs each, medians; $records_after records)"
+[ "$ROWS" = 1 ] || echo "(device compile of $SRC with $HIPCC, $RUNS runs each, medians; $records records)"
