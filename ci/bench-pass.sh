@@ -1,42 +1,194 @@
 #!/usr/bin/env bash
-# Benchmark (not a test): device compile time of a large kernel file (rocPRIM algorithms) with
-# every feature on, against the same compile without the plugin, and the pass's own share of
-# the instrumented compile, from clang's -ftime-report (the plugin's module passes appear as
-# "{anonymous}::Pass<ModuleIR>" through llvm-plugin on LLVM 15-18, as "...SqttModulePass" with
-# the own registration on 19+). Runs both builds alternately, RUNS times each.
-# HIPCC and PLUGIN select another toolchain (the sid lane runs it on hipcc 7.0.2 / clang 21).
+# Benchmark (not a test): what the plugin costs on a large kernel file (rocPRIM algorithms), with
+# every feature on, for the plugin of this tree ("after") against the one of BEFORE_REF
+# ("before"), measured side by side in one run:
+#   - compile time: device compile with the plugin against the same compile without it (ratio),
+#     and the pass's own share of the instrumented compile, from clang's -ftime-report (the
+#     plugin's module passes appear as "{anonymous}::Pass<ModuleIR>" through llvm-plugin on LLVM
+#     15-18, as "...SqttModulePass" with the own registration on 19+);
+#   - added instructions per marker: (instructions with markers - without) / s_ttracedata
+#     records, counted in llvm-objdump's disassembly of the code objects (the s_nop alignment
+#     padding after each function left out), and the LDS waits among them.
+#
+# Usage:
+#   ci/bench-pass.sh [ARCH...]     this toolchain (HIPCC, default hipcc), default arches gfx90a
+#                                  gfx1030 (gfx90a gfx1100 on LLVM 19+)
+#   ci/bench-pass.sh --lanes       bookworm's hipcc 5.2.3 (LLVM 15) here, then Debian sid's
+#                                  hipcc 7.0.2 (LLVM 21) through ci/sid-lane.sh, side by side
+# Settings: HIPCC; PLUGIN (after; default: SQTT_PLUGIN in a lane, else built from this tree);
+# BEFORE_PLUGIN (default: built from BEFORE_REF, default 0cdd586, the last commit before shared
+# scope checks and reduced waits, into target/bench-before; SID_BEFORE_PLUGIN, a path inside the
+# chroot, for the sid leg of --lanes); RUNS (compiles per configuration, default 2); SRC.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+REPO=$PWD
 RUNS=${RUNS:-2}
 SRC=${SRC:-tests/corpus/rocprim_algorithms.hip}
-ARCH=${ARCH:-gfx90a}
 HIPCC=${HIPCC:-hipcc}
-if [ -z "${PLUGIN:-}" ]; then
-  cargo build --release -p sqtt-plugin >&2
-  PLUGIN=$PWD/target/release/libsqtt_plugin.so
+BEFORE_REF=${BEFORE_REF:-0cdd586}
+MAJOR=${SQTT_LLVM_MAJOR:-15}
+OUT=target/bench-pass
+mkdir -p "$OUT"
+
+if [ "${1:-}" = --lanes ]; then
+  shift
+  rows=$OUT/rows.tsv
+  bash ci/bench-pass.sh --rows "$@" >"$rows"
+  # The chroot has no git: the before tree is unpacked here.
+  src=target/bench-before/src-$BEFORE_REF
+  if [ -z "${SID_BEFORE_PLUGIN:-}" ] && [ ! -f "$src/Cargo.toml" ]; then
+    rm -rf "$src" && mkdir -p "$src"
+    git archive "$BEFORE_REF" | tar -x -C "$src"
+  fi
+  # The sid chroot has no rocPRIM package: this host's headers (header-only) go in by -I.
+  rm -rf "$OUT/include" && mkdir -p "$OUT/include"
+  cp -r /usr/include/rocprim "$OUT/include/"
+  bash ci/sid-lane.sh -- env BENCH_INCLUDE="/src/$OUT/include" \
+    ${SID_BEFORE_PLUGIN:+BEFORE_PLUGIN="$SID_BEFORE_PLUGIN"} bash ci/bench-pass.sh --rows "$@" \
+    >>"$rows"
+  bash ci/bench-pass.sh --print "$rows"
+  exit 0
 fi
-common=(-std=c++17 --offload-arch="$ARCH" --cuda-device-only -c -Wno-unused-result -o /dev/null "$SRC")
+
+if [ "${1:-}" = --print ]; then
+  # Rows: llvm arch metric before after
+  awk -F'\t' '
+    { key = $1 "\t" $2; if (!(key in seen)) { seen[key] = 1; order[++n] = key }
+      v[key, $3, "b"] = $4; v[key, $3, "a"] = $5 }
+    END {
+      printf "%-8s %-8s | %-25s | %-25s | %-25s | %s\n", "LLVM", "arch", "pass share (%, < 5)",
+        "compile ratio (<= 1.3)", "added instr. per marker", "LDS waits per marker"
+      printf "%-8s %-8s | %-25s | %-25s | %-25s | %s\n", "", "", "before -> after",
+        "before -> after", "before -> after", "before -> after"
+      for (i = 1; i <= n; i++) {
+        k = order[i]; split(k, f, "\t")
+        printf "%-8s %-8s | %8.2f -> %-12.2f | %8.2f -> %-12.2f | %8.2f -> %-12.2f | %.2f -> %.2f\n",
+          f[1], f[2], v[k, "share", "b"], v[k, "share", "a"], v[k, "ratio", "b"], v[k, "ratio", "a"],
+          v[k, "per", "b"], v[k, "per", "a"], v[k, "waits", "b"], v[k, "waits", "a"]
+      }
+    }' "$2"
+  exit 0
+fi
+
+ROWS=0
+if [ "${1:-}" = --rows ]; then
+  ROWS=1
+  shift
+fi
+if [ $# -gt 0 ]; then
+  ARCHES=("$@")
+elif [ "$MAJOR" -ge 19 ]; then
+  ARCHES=(gfx90a gfx1100)
+else
+  ARCHES=(gfx90a gfx1030)
+fi
+
+features=()
+if [ "$MAJOR" != 15 ]; then
+  features=(--no-default-features --features "llvm$MAJOR-$([ "$MAJOR" -ge 19 ] && echo 1 || echo 0)")
+fi
+# In a lane (`ci/sid-lane.sh -- ...`) its own build of this tree.
+PLUGIN=${PLUGIN:-${SQTT_PLUGIN:-}}
+if [ -z "${PLUGIN:-}" ]; then
+  cargo build --release -p sqtt-plugin "${features[@]}" --target-dir "target/bench-after-$MAJOR" >&2
+  PLUGIN=$REPO/target/bench-after-$MAJOR/release/libsqtt_plugin.so
+fi
+before_source() {
+  src=target/bench-before/src-$BEFORE_REF
+  if [ ! -f "$src/Cargo.toml" ]; then
+    rm -rf "$src" && mkdir -p "$src"
+    git archive "$BEFORE_REF" | tar -x -C "$src"
+  fi
+}
+if [ -z "${BEFORE_PLUGIN:-}" ]; then
+  before_source
+  (cd "$src" && cargo build --release -p sqtt-plugin "${features[@]}" \
+    --target-dir "$REPO/target/bench-before/target-$MAJOR") >&2
+  BEFORE_PLUGIN=$REPO/target/bench-before/target-$MAJOR/release/libsqtt_plugin.so
+fi
+
+OBJDUMP=${OBJDUMP:-$(command -v "llvm-objdump-$MAJOR" || command -v llvm-objdump)}
 export SQTT_INSTRUMENT_FUNCTIONS=cost:50 SQTT_INSTRUMENT_BARRIERS=1 SQTT_INSTRUMENT_MEMORY=2:5 \
   SQTT_SCOPE_CU=0x1 SQTT_SCOPE_SIMD=0x1
+extra=()
+[ -n "${BENCH_INCLUDE:-}" ] && extra=(-isystem "$BENCH_INCLUDE")
 
 now() { date +%s.%N; }
-plain=() instr=() share=()
-for _ in $(seq "$RUNS"); do
-  t0=$(now); "$HIPCC" "${common[@]}" 2>/dev/null; t1=$(now)
-  plain+=("$(echo "$t1 - $t0" | bc -l)")
-  t0=$(now)
-  report=$("$HIPCC" -ftime-report -DSQTT_ENABLED=1 -fpass-plugin="$PLUGIN" "${common[@]}" 2>&1 >/dev/null)
-  t1=$(now)
-  total=$(echo "$t1 - $t0" | bc -l)
-  instr+=("$total")
-  # Wall-time column (the last number before its percentage) of every plugin pass row.
-  pass=$(printf '%s\n' "$report" | awk '/\{anonymous\}::Pass<ModuleIR>|SqttModulePass/ { n = split($0, f, /[ ()]+/); for (i = 1; i <= n; i++) v[i] = f[i]; sum += v[n - 2] } END { printf "%.4f", sum }')
-  share+=("$(echo "$pass / $total" | bc -l)")
-done
+calc() { awk "BEGIN { printf \"%.6f\", $1 }"; } # no bc in the chroots
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END { print a[int((NR + 1) / 2)] }'; }
-mp=$(median "${plain[@]}"); mi=$(median "${instr[@]}"); ms=$(median "${share[@]}")
-printf 'device compile of %s for %s with %s (clang %s), %s runs each, medians:\n' "$SRC" "$ARCH" \
-  "$HIPCC" "$("$HIPCC" --version 2>/dev/null | sed -n 's/.*clang version \([0-9.]*\).*/\1/p' | head -1)" "$RUNS"
-printf '  without plugin:              %8.2f s\n' "$mp"
-printf '  every feature on:            %8.2f s   (ratio %.2f; the added markers are compiled too)\n' "$mi" "$(echo "$mi / $mp" | bc -l)"
-printf '  the pass itself:             %8.2f %%  of the instrumented compile (target < 5 %%)\n' "$(echo "$ms * 100" | bc -l)"
+# instructions, s_ttracedata* records, LDS waits of a code object
+count() {
+  "$OBJDUMP" -d --mcpu="$2" "$1" | awk '
+    function flush() { while (n > 0 && buf[n - 1] == "s_nop") n--; total += n; n = 0 }
+    /^[0-9a-fA-F]+ <.*>:$/ { flush(); next }
+    /^[ \t]+[a-z_0-9]+.*\/\/ [0-9A-F]+:/ {
+      op = $1; if (op == "s_code_end") next
+      buf[n++] = op
+      if (op ~ /^s_ttracedata/) records++
+      if ((op == "s_waitcnt" && $0 ~ /lgkmcnt\(0\)/) || (op == "s_wait_dscnt" && $2 == "0x0")) waits++
+    }
+    END { flush(); printf "%d %d %d\n", total, records, waits }'
+}
+
+row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@"; }
+for arch in "${ARCHES[@]}"; do
+  common=(-std=c++17 --offload-arch="$arch" --cuda-device-only -c --no-gpu-bundle-output
+    -Wno-unused-result "${extra[@]}" "$SRC")
+  declare -A times=() shares=() res=()
+  for _ in $(seq "$RUNS"); do
+    # Alternating, so that a busy moment on the machine hits every configuration alike.
+    for cfg in plain before after; do
+      obj=$OUT/$cfg-$MAJOR-$arch.o
+      args=()
+      case $cfg in
+      before) args=(-ftime-report -DSQTT_ENABLED=1 -fpass-plugin="$BEFORE_PLUGIN") ;;
+      after) args=(-ftime-report -DSQTT_ENABLED=1 -fpass-plugin="$PLUGIN") ;;
+      esac
+      t0=$(now)
+      report=$("$HIPCC" "${args[@]}" "${common[@]}" -o "$obj" 2>&1 >/dev/null) || {
+        printf '%s\n' "$report" >&2
+        exit 1
+      }
+      t1=$(now)
+      total=$(calc "$t1 - $t0")
+      times[$cfg]="${times[$cfg]:-} $total"
+      if [ "$cfg" != plain ]; then
+        # Wall-time column (the last number before its percentage) of every plugin pass row.
+        pass=$(printf '%s\n' "$report" | awk '/\{anonymous\}::Pass<ModuleIR>|SqttModulePass/ {
+          n = split($0, f, /[ ()]+/); for (i = 1; i <= n; i++) v[i] = f[i]; sum += v[n - 2] }
+          END { printf "%.4f", sum }')
+        shares[$cfg]="${shares[$cfg]:-} $(calc "$pass / $total * 100")"
+      fi
+    done
+  done
+  # shellcheck disable=SC2086 # word lists on purpose
+  {
+    tp=$(median ${times[plain]})
+    read -r ip _ wp <<<"$(count "$OUT/plain-$MAJOR-$arch.o" "$arch")"
+    for cfg in before after; do
+      read -r i r w <<<"$(count "$OUT/$cfg-$MAJOR-$arch.o" "$arch")"
+      res[ratio_$cfg]=$(calc "$(median ${times[$cfg]}) / $tp")
+      res[share_$cfg]=$(median ${shares[$cfg]})
+      res[per_$cfg]=$(calc "($i - $ip) / $r")
+      res[waits_$cfg]=$(calc "($w - $wp) / $r")
+      res[records_$cfg]=$r
+    done
+  }
+  if [ "${res[records_before]}" != "${res[records_after]}" ]; then
+    echo "bench-pass: $arch: ${res[records_before]} records before, ${res[records_after]} after" >&2
+  fi
+  rows=$(
+    for m in share ratio per waits; do
+      row "$MAJOR" "$arch" "$m" "${res[${m}_before]}" "${res[${m}_after]}"
+    done
+  )
+  records=${res[records_after]}
+  if [ "$ROWS" = 1 ]; then
+    printf '%s\n' "$rows"
+  else
+    printf '%s\n' "$rows" >"$OUT/rows-$MAJOR-$arch.tsv"
+    bash ci/bench-pass.sh --print "$OUT/rows-$MAJOR-$arch.tsv"
+  fi
+  unset times shares res
+done
+[ "$ROWS" = 1 ] || echo "(device compile of $SRC with $HIPCC, $RUNS runs each, medians; $records records)"

@@ -22,8 +22,10 @@
 use sqtt_config::{MemBarrier, Settings};
 use sqtt_markers::encoding::fits_imm;
 
-use crate::compat::{self, MarkerFence};
-use crate::llvm::{Builder, Module, Value};
+use crate::compat::{self, sys, MarkerFence};
+use std::collections::HashMap;
+
+use crate::llvm::{Block, Builder, Module, Value};
 use crate::target::{ShaderClockRead, Target};
 
 /// Metadata kind that tags every marker the plugin creates.
@@ -109,6 +111,116 @@ impl<'s> Emitter<'s> {
                 }
             },
         }
+    }
+
+    /// Drops the LDS waits of the LLVM < 19 fence form ([`MarkerFence::WavefrontAndLdsWait`])
+    /// where no LDS operation can be outstanding, as the spec's fence does on
+    /// LLVM 19+ (its `s_waitcnt lgkmcnt(0)` appears only after such an operation; llc-22 shows
+    /// this on gfx90a, gfx1030, gfx1100 and gfx1200). So a marker's trailing wait goes (only
+    /// marker work ran since its leading one), as do the leading waits of the later markers of a
+    /// run and of markers with no LDS operation before them since the last wait or the kernel's
+    /// start. Each dropped wait becomes an empty `~{memory}` asm: the compiler still cannot move
+    /// memory operations across the boundary, which also keeps its wavefront fence.
+    ///
+    /// `in_scope` is the function's scope-check value, if it has one: a marker's wait runs only
+    /// when it holds, and then every check of the function passes, so the analysis does not
+    /// follow the branches taken when it fails.
+    pub fn drop_repeated_waits(&self, f: Value, target: &Target, in_scope: Option<Value>) {
+        if self.settings.mem_barrier != MemBarrier::Fence
+            || compat::MARKER_FENCE != MarkerFence::WavefrontAndLdsWait
+        {
+            return;
+        }
+        let m = self.module;
+        let wait = target.lds_wait_asm();
+        let is_wait =
+            |i: Value| self.is_plugin_marker(i) && i.called_inline_asm().as_deref() == Some(wait);
+        let pending_at_start = self.lds_pending_at_block_starts(f, &is_wait, in_scope);
+        for bb in f.blocks() {
+            let mut pending = pending_at_start.get(&bb).copied().unwrap_or(Pending::Some);
+            for i in bb.instructions() {
+                if is_wait(i) && pending == Pending::None {
+                    let b = m.builder();
+                    b.position_before(i);
+                    b.set_debug_loc(i.debug_loc());
+                    let ty = m.fn_type(m.void(), &[]);
+                    self.tag(b.call(ty, m.inline_asm(ty, "", "~{memory}"), &[]));
+                    i.erase();
+                    continue;
+                }
+                pending = self.lds_step(pending, i, &is_wait);
+            }
+        }
+    }
+
+    /// What is in flight after `i`, given what was before it.
+    fn lds_step(&self, pending: Pending, i: Value, is_wait: &dyn Fn(Value) -> bool) -> Pending {
+        if is_wait(i) || drains_lds(i) {
+            return Pending::None;
+        }
+        if let Pending::Load(load) = pending {
+            if reads_for_certain(i, load) {
+                return Pending::None;
+            }
+        }
+        if self.is_plugin_marker(i) || !may_issue_lds(i) {
+            return pending;
+        }
+        match pending {
+            Pending::None if i.is_load() => Pending::Load(i),
+            _ => Pending::Some,
+        }
+    }
+
+    /// Per block, which LDS operations may be in flight when it starts ([`Pending`]): a kernel
+    /// starts with none, a device function's caller may leave some. A forward may-analysis to
+    /// its least fixpoint; dropping waits where nothing is pending leaves it valid.
+    fn lds_pending_at_block_starts(
+        &self,
+        f: Value,
+        is_wait: &dyn Fn(Value) -> bool,
+        in_scope: Option<Value>,
+    ) -> HashMap<Block, Pending> {
+        let blocks = f.blocks();
+        let mut at_start: HashMap<Block, Pending> =
+            blocks.iter().map(|b| (*b, Pending::None)).collect();
+        if let (Some(entry), false) = (blocks.first(), f.is_kernel()) {
+            at_start.insert(*entry, Pending::Some);
+        }
+        let mut at_end: HashMap<Block, Pending> = HashMap::new();
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for bb in &blocks {
+                let mut pending = at_start[bb];
+                for i in bb.instructions() {
+                    pending = self.lds_step(pending, i, is_wait);
+                }
+                if at_end.insert(*bb, pending) == Some(pending) || pending == Pending::None {
+                    continue;
+                }
+                let Some(term) = bb.terminator() else {
+                    continue;
+                };
+                let mut successors = term.successors();
+                if in_scope.is_some()
+                    && term.num_operands() == 3
+                    && Some(term.operand(0)) == in_scope
+                {
+                    successors.truncate(1); // the out-of-scope edge
+                }
+                for s in successors {
+                    if let Some(slot) = at_start.get_mut(&s) {
+                        let joined = slot.join(pending);
+                        if joined != *slot {
+                            *slot = joined;
+                            changed = true;
+                        }
+                    }
+                }
+            }
+        }
+        at_start
     }
 
     /// One `s_ttracedata` / `s_ttracedata_imm` record.
@@ -245,4 +357,139 @@ impl<'s> Emitter<'s> {
             self.sched_barrier(b);
         }
     }
+}
+
+/// Whether an instruction may issue an LDS operation, the only memory the marker fence orders
+/// (`amdgpu-synchronize-as` `local`): an LDS or flat access, or a call other than the pure
+/// intrinsics around markers. Global, constant and scratch accesses do not count (the spec's
+/// fence does not wait for them either).
+fn may_issue_lds(i: Value) -> bool {
+    if let Some(f) = i.called_function() {
+        return !is_lds_free_intrinsic(f.name_ref());
+    }
+    if i.is_call() {
+        return true; // inline asm or an indirect call
+    }
+    const FLAT: u32 = 0;
+    const LDS: u32 = 3;
+    let pointer = if i.is_load() {
+        i.operand(0)
+    } else if i.is_store() {
+        i.operand(1)
+    } else if i.is_atomic_rmw() || i.is_cmpxchg() {
+        i.operand(0)
+    } else {
+        return false;
+    };
+    matches!(pointer.pointer_address_space(), Some(FLAT | LDS) | None)
+}
+
+/// Intrinsics known to issue no LDS operation: the AMDGPU ones a marker or ordinary index and
+/// pointer arithmetic uses, and the target-independent ones other than memory transfers and
+/// masked or vector-predicated accesses. Others (`ds_*`, `ds_bpermute`, `s_sendmsg`, buffer
+/// and global-to-LDS loads ...) and every non-intrinsic call count as issuing one.
+fn is_lds_free_intrinsic(name: &str) -> bool {
+    const AMDGPU: &[&str] = &[
+        "readfirstlane",
+        "readlane",
+        "s.getreg",
+        "workitem.id",
+        "workgroup.id",
+        "mbcnt",
+        "dispatch.ptr",
+        "dispatch.id",
+        "implicitarg.ptr",
+        "kernarg.segment.ptr",
+        "queue.ptr",
+        "sched.barrier",
+        "ballot",
+        "icmp",
+        "fcmp",
+        "ubfe",
+        "sbfe",
+        "fmed3",
+        "rcp",
+        "rsq",
+        "sqrt",
+        "ldexp",
+        "frexp",
+        "fract",
+        "class",
+        "mul.u24",
+        "mul.i24",
+        "mulhi",
+        "wavefrontsize",
+    ];
+    if let Some(rest) = name.strip_prefix("llvm.amdgcn.") {
+        return AMDGPU.iter().any(|p| rest.starts_with(p));
+    }
+    let Some(rest) = name.strip_prefix("llvm.") else {
+        return false;
+    };
+    ![
+        "mem", "masked", "vp.", "load", "store", "gather", "scatter", "prefetch",
+    ]
+    .iter()
+    .any(|p| rest.starts_with(p) || rest.contains(&format!(".{p}")))
+}
+
+/// A fence of workgroup scope or wider that is not one of the plugin's: codegen waits for every
+/// LDS operation there (`s_waitcnt lgkmcnt(0)`, `s_wait_dscnt 0` on gfx12), so none is in flight
+/// after it.
+fn drains_lds(i: Value) -> bool {
+    i.is_fence() && i.is_workgroup_fence()
+}
+
+/// The LDS operations that may be in flight at a point.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Pending {
+    None,
+    /// Exactly one, this LDS load, since the last point where none was: an instruction that
+    /// reads its result waits for it, and with it for everything issued before it.
+    Load(Value),
+    /// Some, of which no single use proves completion.
+    Some,
+}
+
+impl Pending {
+    /// Where two paths meet.
+    fn join(self, other: Pending) -> Pending {
+        match (self, other) {
+            (Pending::None, x) | (x, Pending::None) => x,
+            (a, b) if a == b => a,
+            _ => Pending::Some,
+        }
+    }
+}
+
+/// Whether `i` surely reads `load`'s register in machine code, so that codegen waits for the
+/// load first: an arithmetic or comparison use, a stored value or a call argument. (Casts and
+/// PHIs may be free, so they do not count.)
+fn reads_for_certain(i: Value, load: Value) -> bool {
+    use sys::LLVMOpcode::*;
+    let reads = matches!(
+        i.opcode(),
+        LLVMAdd
+            | LLVMFAdd
+            | LLVMSub
+            | LLVMFSub
+            | LLVMMul
+            | LLVMFMul
+            | LLVMUDiv
+            | LLVMSDiv
+            | LLVMFDiv
+            | LLVMURem
+            | LLVMSRem
+            | LLVMShl
+            | LLVMLShr
+            | LLVMAShr
+            | LLVMAnd
+            | LLVMOr
+            | LLVMXor
+            | LLVMICmp
+            | LLVMFCmp
+            | LLVMStore
+            | LLVMCall
+    );
+    reads && (0..i.num_operands()).any(|k| i.operand(k) == load)
 }

@@ -250,6 +250,12 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
             &functions,
         );
     }
+    for f in m.functions() {
+        // A function the pass placed nothing in may have no known target: nothing to drop.
+        if let (false, Ok(target)) = (f.is_declaration(), target_of(f)) {
+            emitter.drop_repeated_waits(f, &target, scopes.cached(f));
+        }
+    }
     // The M: row, when the module's target packs the shader clock into headers.
     let packing_target = m
         .functions()

@@ -538,6 +538,12 @@ impl Value {
     }
 
     /// Successor `i` of a terminator.
+    /// A terminator's successor blocks.
+    pub fn successors(self) -> Vec<Block> {
+        let n = unsafe { LLVMGetNumSuccessors(self.0) };
+        (0..n).map(|i| self.successor(i)).collect()
+    }
+
     pub fn successor(self, i: u32) -> Block {
         Block(unsafe { LLVMGetSuccessor(self.0, i) })
     }

@@ -10,7 +10,7 @@ use sqtt_markers::sentinel;
 use crate::emit::{Emitter, Record};
 use crate::ledger::{FinalIds, NamedKind};
 use crate::llvm::{Module, Value};
-use crate::scope::{guard_before, ScopeChecks};
+use crate::scope::ScopeChecks;
 use crate::target::Target;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -447,12 +447,12 @@ pub fn place_marker(
     let at = at.inst();
     match scopes.in_scope(m, f, target) {
         Some(in_scope) => {
-            let (b, skip_head) = guard_before(m, at, in_scope);
+            let (b, _) = scopes.guard(m, at, in_scope);
             b.set_debug_loc(loc);
             emitter.marker(&b, target, records, true);
             if sync_follows {
                 let pin = m.builder();
-                pin.position_before(skip_head);
+                pin.position_before(at);
                 pin.set_debug_loc(loc);
                 emitter.sched_barrier(&pin);
             }

@@ -1,25 +1,35 @@
 //! Scope filtering: one check per function, computed in the entry block from the hardware ID
-//! registers, and a branch around every marker.
+//! registers, and a branch around every run of consecutive markers.
 //!
 //! ```text
 //!   entry:       %sqtt.in_scope = ((cu_mask >> cu) & (simd_mask >> simd) & ...) & 1
 //!   ...          br i1 %sqtt.in_scope, label %sqtt.trace, label %sqtt.skip
-//!   sqtt.trace:  <marker>; br label %sqtt.skip
-//!   sqtt.skip:   <the instruction the marker was placed before> ...
+//!   sqtt.trace:  <marker>; <marker>; ...; br label %sqtt.skip
+//!   sqtt.skip:   <the instruction the markers were placed before> ...
 //! ```
+//!
+//! A marker placed where only what markers leave behind (sentinel calls about to be replaced,
+//! debug and lifetime intrinsics, the plugin's own instructions) separates it from the previous
+//! check's `sqtt.skip` head joins that check's block: one branch for the run, as upstream's pass
+//! coalesces adjacent markers, instead of one each.
 
 use std::collections::HashMap;
 
 use sqtt_config::Scope;
 
+use sqtt_markers::sentinel;
+
 use crate::compat;
-use crate::llvm::{insert_block_after, Builder, Module, Value};
+use crate::emit::HEADER_M0_TRACE_ASM;
+use crate::llvm::{insert_block_after, Block, Builder, Module, Value};
 use crate::target::{HwRegField, Target};
 
-/// The per-function cached scope-check values.
+/// The per-function cached scope-check values, and the check blocks made so far.
 pub struct ScopeChecks {
     scope: Scope,
     cache: HashMap<Value, Option<Value>>,
+    /// `sqtt.skip` block -> its `sqtt.trace` block, for markers that can join the check.
+    traces: HashMap<Block, Block>,
 }
 
 impl ScopeChecks {
@@ -27,7 +37,33 @@ impl ScopeChecks {
         ScopeChecks {
             scope,
             cache: HashMap::new(),
+            traces: HashMap::new(),
         }
+    }
+
+    /// A builder for a marker before `at`, entered only when `in_scope` holds: at the end of
+    /// the previous check's `sqtt.trace` block when only marker leftovers stand between that
+    /// check and `at` ([`is_marker_leftover`]), else in a new check ([`guard_before`]).
+    /// Returns the builder and whether it joined an existing check.
+    pub fn guard(&mut self, m: Module, at: Value, in_scope: Value) -> (Builder, bool) {
+        let block = at.parent_block();
+        if let Some(trace) = self.traces.get(&block).copied() {
+            let mut cur = block.instructions().into_iter();
+            let clear = cur
+                .by_ref()
+                .take_while(|i| *i != at)
+                .all(|i| is_marker_leftover(m, i));
+            if clear {
+                if let Some(br) = trace.terminator().filter(|br| br.successor(0) == block) {
+                    let b = m.builder();
+                    b.position_before(br);
+                    return (b, true);
+                }
+            }
+        }
+        let (b, _) = guard_before(m, at, in_scope);
+        self.traces.insert(at.parent_block(), b.insertion_block());
+        (b, false)
     }
 
     /// The fields a target filters on with these masks.
@@ -42,6 +78,11 @@ impl ScopeChecks {
         .into_iter()
         .filter(|(f, mask)| Scope::filters(*mask, f.bits))
         .collect()
+    }
+
+    /// The function's in-scope value, if [`ScopeChecks::in_scope`] built one.
+    pub fn cached(&self, function: Value) -> Option<Value> {
+        self.cache.get(&function).copied().flatten()
     }
 
     /// The function's `i1` in-scope value, built once at the top of its entry block.
@@ -76,6 +117,23 @@ impl ScopeChecks {
         self.cache.insert(function, v);
         v
     }
+}
+
+/// What a marker leaves in the code besides its records, and so may stand between two markers
+/// that share one scope check: the plugin's own instructions (a sync pin, an early marker not yet
+/// replaced), sentinel calls and markers.hpp records about to be replaced, debug and lifetime
+/// intrinsics. None of them defines a value a later marker could read.
+pub fn is_marker_leftover(m: Module, i: Value) -> bool {
+    if crate::is_sqtt_instruction(m, i) {
+        return true;
+    }
+    if let Some(f) = i.called_function() {
+        let n = f.name_ref();
+        return sentinel::ALL.contains(&n)
+            || n.starts_with("llvm.dbg.")
+            || n.starts_with("llvm.lifetime.");
+    }
+    i.called_inline_asm().as_deref() == Some(HEADER_M0_TRACE_ASM) && !i.has_uses()
 }
 
 /// Splits the block before `at` and returns a builder positioned in a new `sqtt.trace` block

@@ -215,37 +215,33 @@ fn ids_above_63_fall_back_to_m0_on_rdna() {
 
 #[test]
 fn mem_barrier_modes() {
-    // fence (default): before LLVM 19 an explicit LDS wait on both sides; from 19 the MMRA-tagged
-    // workgroup fence, whose waits the memory legalizer decides (docs/format.md). Never a cache
-    // invalidation.
+    // fence (default): before LLVM 19 a wavefront fence and an explicit LDS wait only where an
+    // LDS operation may be in flight, which in this kernel is nowhere (marker_cost.rs has one);
+    // from 19 the MMRA-tagged workgroup fence, whose waits the memory legalizer decides
+    // (docs/format.md). Never a cache invalidation.
     for arch in ["gfx90a", "gfx1030"] {
         let insts = kernel_insts(arch, &[("SQTT_SCOPE_CU", "-1")], &[]);
-        if llvm_major() >= 19 {
-            let marker: &[&str] = if arch == "gfx90a" {
-                &["s_mov_b32 m0, 16", "s_nop 0", "s_ttracedata"]
-            } else {
-                &["s_ttracedata_imm 0x10"]
-            };
-            assert_seq(&insts, marker);
-        } else if arch == "gfx90a" {
-            assert_seq(
-                &insts,
-                &[
-                    "s_waitcnt lgkmcnt(0)",
-                    "s_mov_b32 m0, 16",
-                    "s_nop 0",
-                    "s_ttracedata",
-                    "s_waitcnt lgkmcnt(0)",
-                ],
-            );
+        let marker: &[&str] = if arch == "gfx90a" {
+            &["s_mov_b32 m0, 16", "s_nop 0", "s_ttracedata"]
         } else {
-            assert_seq(
-                &insts,
-                &[
-                    "s_waitcnt lgkmcnt(0)",
-                    "s_ttracedata_imm 0x10",
-                    "s_waitcnt lgkmcnt(0)",
-                ],
+            &["s_ttracedata_imm 0x10"]
+        };
+        assert_seq(&insts, marker);
+        if llvm_major() < 19 {
+            let at = (0..insts.len())
+                .find(|i| {
+                    contains_sequence(&insts[*i..*i + marker.len().min(insts.len() - i)], marker)
+                })
+                .unwrap();
+            let after = insts[at + marker.len()..]
+                .iter()
+                .find(|i| *i != "sched_barrier")
+                .map(String::as_str);
+            assert_ne!(
+                after,
+                Some("s_waitcnt lgkmcnt(0)"),
+                "{arch}:\n{}",
+                insts.join("\n")
             );
         }
         for inv in [
@@ -279,6 +275,9 @@ fn mem_barrier_modes() {
         let fences = ir.matches(fence).count();
         let clobbers = ir.matches("asm sideeffect \"\", \"~{memory}\"").count();
         match mode {
+            // Before LLVM 19 the waits this kernel cannot need (it has no LDS) are empty
+            // `~{memory}` asms, which keep the compiler ordering.
+            "fence" if llvm_major() < 19 => assert_eq!((fences, clobbers), (10, 10), "{mode}"),
             "fence" => assert_eq!((fences, clobbers), (10, 0), "{mode}"),
             "asm" => assert_eq!((fences, clobbers), (0, 10), "{mode}"),
             _ => assert_eq!((fences, clobbers), (0, 0), "{mode}"),

@@ -1,0 +1,165 @@
+//! What a marker costs in real ISA (hipcc with the plugin, then llvm-objdump), with the scope
+//! filter on and the default `SQTT_MEM_BARRIER=fence`:
+//! - a run of consecutive markers shares one scope check: one conditional branch, and no branch
+//!   or wait between its records;
+//! - the fence's LDS wait appears only where an LDS operation may be in flight, and there it
+//!   still comes between that operation and the marker (the ordering the fence is for);
+//! - so against the same kernel built without the plugin, the markers add one branch per check
+//!   and one wait in all.
+
+use sqtt_e2e::toolchain::*;
+
+const KERNEL: &str = r#"
+#include <hip/hip_runtime.h>
+#include "markers.hpp"
+
+__global__ void cost_kernel(int *out) {
+  __shared__ int lds[256];
+  int t = threadIdx.x;
+  sqtt_marker_enter("run");
+  sqtt_marker_point("run_b");
+  sqtt_marker_point("run_c");
+  lds[t] = out[t];
+  sqtt_marker_point("after_lds_store");
+  int v = lds[255 - t];
+  out[t] = v + 1;
+  sqtt_marker_exit("run");
+}
+"#;
+
+const SYMBOL: &str = "_Z11cost_kernelPi";
+
+fn kernel_isa(arch: &str, with_plugin: bool) -> Vec<String> {
+    let dir = workdir();
+    let src = dir.path().join("k.hip");
+    std::fs::write(&src, KERNEL).unwrap();
+    let co = dir.path().join(format!("k-{arch}.o"));
+    let mut c = if with_plugin {
+        hipcc_with_plugin(arch)
+    } else {
+        let mut c = plain_hipcc(arch);
+        c.arg(format!("-I{}", markers_include().display()));
+        c
+    };
+    c.args(["-O3", "--cuda-device-only", "-c", "--no-gpu-bundle-output"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&co)
+        .env("SQTT_SCOPE_CU", "0x1")
+        .env("SQTT_SCOPE_SIMD", "0x1");
+    run_ok(&mut c);
+    let dis = disassemble(&co, toolchain_arch(arch));
+    // Only the kernel's own instructions: from its label to the next one.
+    let mut inside = false;
+    let mut out = Vec::new();
+    for line in dis.lines() {
+        let t = line.trim();
+        if t.ends_with(':') && t.contains('<') {
+            inside = t.contains(&format!("<{SYMBOL}>"));
+            continue;
+        }
+        if inside {
+            out.extend(objdump_instructions(line));
+        }
+    }
+    // The alignment padding after s_endpgm.
+    while out.last().is_some_and(|i| i == "s_nop 0") {
+        out.pop();
+    }
+    assert!(!out.is_empty(), "{SYMBOL} not found in:\n{dis}");
+    out
+}
+
+fn is_record(i: &str) -> bool {
+    i.starts_with("s_ttracedata")
+}
+
+fn is_branch(i: &str) -> bool {
+    i.starts_with("s_cbranch") || i.starts_with("s_branch")
+}
+
+fn is_lds_wait(i: &str) -> bool {
+    (i.starts_with("s_waitcnt") && i.contains("lgkmcnt(0)")) || i == "s_wait_dscnt 0x0"
+}
+
+fn is_lds_store(i: &str) -> bool {
+    i.starts_with("ds_write") || i.starts_with("ds_store")
+}
+
+fn arches() -> Vec<&'static str> {
+    if llvm_major() >= 19 {
+        vec!["gfx90a", "gfx1100"]
+    } else {
+        vec!["gfx90a", "gfx1030"]
+    }
+}
+
+#[test]
+fn a_run_of_markers_shares_one_scope_check() {
+    for arch in arches() {
+        let isa = kernel_isa(arch, true);
+        let records: Vec<usize> = (0..isa.len()).filter(|i| is_record(&isa[*i])).collect();
+        assert_eq!(records.len(), 5, "{arch}:\n{}", isa.join("\n"));
+        // enter run, point run_b, point run_c: one block, nothing between but their records.
+        let run = &isa[records[0]..=records[2]];
+        assert!(
+            !run.iter().any(|i| is_branch(i) || is_lds_wait(i)),
+            "{arch}: a branch or wait inside the run:\n{}",
+            run.join("\n")
+        );
+        // Entered through one conditional branch.
+        assert!(
+            isa[..records[0]]
+                .iter()
+                .rev()
+                .take(6)
+                .any(|i| i.starts_with("s_cbranch")),
+            "{arch}: no scope check before the run:\n{}",
+            isa.join("\n")
+        );
+        // Three checks in all (the run, after_lds_store, the exit): the plain kernel has no
+        // branch.
+        let plain = kernel_isa(arch, false);
+        let branches = |v: &[String]| v.iter().filter(|i| is_branch(i)).count();
+        assert_eq!(
+            branches(&isa) - branches(&plain),
+            3,
+            "{arch}:\n{}",
+            isa.join("\n")
+        );
+    }
+}
+
+#[test]
+fn the_lds_wait_is_only_where_an_lds_operation_may_be_in_flight() {
+    for arch in arches() {
+        let isa = kernel_isa(arch, true);
+        let records: Vec<usize> = (0..isa.len()).filter(|i| is_record(&isa[*i])).collect();
+        assert_eq!(records.len(), 5, "{arch}:\n{}", isa.join("\n"));
+        // The marker after the LDS store is ordered after it: a wait between the two.
+        let store = isa[..records[3]]
+            .iter()
+            .rposition(|i| is_lds_store(i))
+            .unwrap_or_else(|| {
+                panic!(
+                    "{arch}: no LDS store before the marker:\n{}",
+                    isa.join("\n")
+                )
+            });
+        assert!(
+            isa[store..records[3]].iter().any(|i| is_lds_wait(i)),
+            "{arch}: the marker after the LDS store does not wait for it:\n{}",
+            isa[store..=records[3]].join("\n")
+        );
+        // One wait more than the plain kernel's, that one.
+        let plain = kernel_isa(arch, false);
+        let waits = |v: &[String]| v.iter().filter(|i| is_lds_wait(i)).count();
+        assert!(
+            waits(&isa) <= waits(&plain) + 1,
+            "{arch}: {} LDS waits with markers, {} without:\n{}",
+            waits(&isa),
+            waits(&plain),
+            isa.join("\n")
+        );
+    }
+}
