@@ -32,6 +32,20 @@ lane_apt_install() {
     lane_die "apt-get install ${missing[*]} failed or timed out (see $log)"
 }
 
+# The arches of a lane in ci/lanes.tsv (its third column): the single ones, or with --multi those
+# of its multi-arch binary (the entry written A+B+C), one a word. Fails when the table has no
+# such lane.
+#   lane_table_arches [--multi] LANE
+lane_table_arches() {
+  local multi=0 row
+  [ "$1" = --multi ] && { multi=1; shift; }
+  row=$(awk -F'\t' -v n="$1" '$1 == n { print $3 }' "$(dirname "${BASH_SOURCE[0]}")/lanes.tsv")
+  [ -n "$row" ] || lane_die "no lane '$1' in ci/lanes.tsv"
+  # awk, not grep: no match is no arch, not a failure under pipefail.
+  tr ' ' '\n' <<<"$row" | awk -v m=$multi '(m && /[+]/) || (!m && !/[+]/ && $0 != "-")' |
+    tr '+\n' '  ' | sed 's/ $//'
+}
+
 lane_pass() {
   LANE_PASSED+=("$1")
   echo "  PASS $1" >&2

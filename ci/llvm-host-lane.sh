@@ -6,7 +6,7 @@
 # suite against that opt. Real HIP on modern hipcc runs in the sid/experimental lanes: Debian
 # bookworm's HIP 5.2 headers do not compile with clang 19+.
 #
-# Usage: ci/llvm-host-lane.sh MAJOR [ARCH...]   (default arches per major below)
+# Usage: ci/llvm-host-lane.sh MAJOR [ARCH...]   (default arches: the lane's row of ci/lanes.tsv)
 #        ci/llvm-host-lane.sh MAJOR -- CMD...   build, then run CMD with the lane's environment
 # Settings: SQTT_NET_TIMEOUT (seconds per apt step, default 600), CARGO_BUILD_JOBS (default 2).
 set -euo pipefail
@@ -21,11 +21,12 @@ source "$REPO/ci/lane-lib.sh"
 source "$REPO/ci/ir-cases.sh"
 
 case $MAJOR in
-# clang 19 knows neither gfx950 nor gfx1250.
-19) DEFAULT_ARCHES=(gfx90a gfx942 gfx1030 gfx1100 gfx1200 gfx1201) ;;
-22) DEFAULT_ARCHES=(gfx90a gfx942 gfx950 gfx1030 gfx1100 gfx1200 gfx1201 gfx1250) ;;
+19 | 22) ;;
 *) lane_die "no host lane for LLVM $MAJOR on bookworm (19 and 22 are packaged)" ;;
 esac
+# The default arches are the lane's row of ci/lanes.tsv (clang 19 knows neither gfx950 nor
+# gfx1250).
+read -r -a DEFAULT_ARCHES <<<"$(lane_table_arches "llvm$MAJOR")"
 ARCHES=() CMD=()
 if [ "${1:-}" = -- ]; then
   shift
@@ -62,7 +63,7 @@ PLUGIN=$TARGET_DIR/release/libsqtt_plugin.so
 lane_log "plugin built in $(($(date +%s) - t0))s"
 
 export SQTT_PLUGIN=$PLUGIN SQTT_LLVM_MAJOR=$MAJOR SQTT_LLVM_BIN=$LLVM_BIN
-export SQTT_TEST_LLVM_SUFFIX=-$MAJOR
+export SQTT_TEST_LLVM_SUFFIX=-$MAJOR SQTT_TEST_ARCHES="${ARCHES[*]}"
 if [ ${#CMD[@]} -gt 0 ]; then
   (cd "$REPO" && "${CMD[@]}")
   exit
