@@ -25,9 +25,12 @@ lane_apt_install() {
   done
   [ ${#missing[@]} -gt 0 ] || return 0
   lane_log "installing ${missing[*]}"
-  timeout "${NET_TIMEOUT:-600}" apt-get update -qq >"$log" 2>&1 ||
+  # Lanes run two at a time (ci/lanes.sh): apt-get waits for the other lane's apt-get rather
+  # than failing on dpkg's lock.
+  local lock=(flock -w 1800 /var/lock/sqtt-host-apt.lock)
+  "${lock[@]}" timeout "${NET_TIMEOUT:-600}" apt-get update -qq >"$log" 2>&1 ||
     lane_die "apt-get update failed or timed out after ${NET_TIMEOUT:-600}s (see $log)"
-  DEBIAN_FRONTEND=noninteractive timeout "${NET_TIMEOUT:-600}" \
+  DEBIAN_FRONTEND=noninteractive "${lock[@]}" timeout "${NET_TIMEOUT:-600}" \
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"$log" 2>&1 ||
     lane_die "apt-get install ${missing[*]} failed or timed out (see $log)"
 }
