@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# A modern-LLVM lane on the bookworm host: LLVM 19 (bookworm main) or 22 (bookworm-security).
+# A modern-LLVM lane on the bookworm host: LLVM 19 (bookworm main) or 22 (bookworm-security);
+# LLVM 23, which only sid packages, runs the same lane inside a cached sid chroot of its own
+# (/var/cache/sqtt-llvm23, SQTT_LLVM23_ROOT; a copy of the sid lane's chroot when that exists).
 # Builds the plugin with its own pass registration (feature llvm<N>-1), then runs the IR fixtures
 # through opt-<N>/llc-<N> on the lane's arches (ci/ir-cases.sh: exact marker sequences, funcmaps,
 # scope checks, address tracing, clock packing, no cache invalidation) and the IR-level e2e
@@ -22,7 +24,24 @@ source "$REPO/ci/ir-cases.sh"
 
 case $MAJOR in
 19 | 22) ;;
-*) lane_die "no host lane for LLVM $MAJOR on bookworm (19 and 22 are packaged)" ;;
+23)
+  if [ ! -f /.sqtt-chroot-ready ]; then
+    # On the host: the chroot (quick when cached), then this script again inside it, with the
+    # worktree at /src, the host's Rust at /opt/rust and the lane's own cargo target directory.
+    [ "$(id -u)" = 0 ] || lane_die "LLVM 23 runs in a sid chroot: needs root"
+    # shellcheck source=ci/chroot.sh
+    source "$REPO/ci/chroot.sh"
+    ROOT=${SQTT_LLVM23_ROOT:-/var/cache/sqtt-llvm23}
+    CHROOT_SEED=${SQTT_SID_ROOT:-/var/cache/sqtt-sid}
+    chroot_ensure sid "$ROOT" llvm-23 llvm-23-dev lld-23 g++ ca-certificates
+    rc=0
+    chroot_run "$ROOT" "export PATH=/opt/rust/bin:\$PATH CARGO_HOME=/root/.cargo \
+      CARGO_TARGET_DIR=/src/target/llvm23 CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2}; \
+      bash /src/ci/llvm-host-lane.sh 23 $(printf '%q ' "$@")" || rc=$?
+    exit $rc
+  fi
+  ;;
+*) lane_die "no lane for LLVM $MAJOR (19 and 22 are packaged on bookworm, 23 in sid)" ;;
 esac
 # The default arches are the lane's row of ci/lanes.tsv (clang 19 knows neither gfx950 nor
 # gfx1250).
