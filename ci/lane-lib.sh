@@ -45,7 +45,7 @@ lane_table_arches() {
   row=$(awk -F'\t' -v n="$1" '$1 == n { print $3 }' "$(dirname "${BASH_SOURCE[0]}")/lanes.tsv")
   [ -n "$row" ] || lane_die "no lane '$1' in ci/lanes.tsv"
   # awk, not grep: no match is no arch, not a failure under pipefail.
-  tr ' ' '\n' <<<"$row" | awk -v m=$multi '(m && /[+]/) || (!m && !/[+]/ && $0 != "-")' |
+  tr ' ' '\n' <<<"$row" | awk -v m="$multi" '(m == 1 && /[+]/) || (m != 1 && !/[+]/ && $0 != "-")' |
     tr '+\n' '  ' | sed 's/ $//'
 }
 

@@ -34,10 +34,12 @@ case $MAJOR in
     ROOT=${SQTT_LLVM23_ROOT:-/var/cache/sqtt-llvm23}
     CHROOT_SEED=${SQTT_SID_ROOT:-/var/cache/sqtt-sid}
     chroot_ensure sid "$ROOT" llvm-23 llvm-23-dev lld-23 g++ ca-certificates
-    rc=0
+    rc=0 args=""
+    # (printf '%q' of no arguments would be one empty argument.)
+    [ $# -eq 0 ] || args=$(printf '%q ' "$@")
     chroot_run "$ROOT" "export PATH=/opt/rust/bin:\$PATH CARGO_HOME=/root/.cargo \
       CARGO_TARGET_DIR=/src/target/llvm23 CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2}; \
-      bash /src/ci/llvm-host-lane.sh 23 $(printf '%q ' "$@")" || rc=$?
+      bash /src/ci/llvm-host-lane.sh 23 $args" || rc=$?
     exit $rc
   fi
   ;;
