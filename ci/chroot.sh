@@ -69,9 +69,11 @@ chroot_host_tools() {
   [ -e /usr/share/keyrings/debian-archive-keyring.gpg ] || missing+=(debian-archive-keyring)
   if [ ${#missing[@]} -gt 0 ]; then
     chroot_log "installing on the host: ${missing[*]}"
-    chroot_net "apt-get update on the host" /tmp/sqtt-chroot-host-apt.log apt-get update -qq
+    # The lock is lane-lib.sh's: lanes run two at a time and share the host's dpkg.
+    chroot_net "apt-get update on the host" /tmp/sqtt-chroot-host-apt.log \
+      flock -w 1800 /var/lock/sqtt-host-apt.lock apt-get update -qq
     chroot_net "apt-get install ${missing[*]} on the host" /tmp/sqtt-chroot-host-apt.log \
-      env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+      flock -w 1800 /var/lock/sqtt-host-apt.lock env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
   fi
 }
 

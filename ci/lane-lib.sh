@@ -25,11 +25,28 @@ lane_apt_install() {
   done
   [ ${#missing[@]} -gt 0 ] || return 0
   lane_log "installing ${missing[*]}"
-  timeout "${NET_TIMEOUT:-600}" apt-get update -qq >"$log" 2>&1 ||
+  # Lanes run two at a time (ci/lanes.sh): apt-get waits for the other lane's apt-get rather
+  # than failing on dpkg's lock.
+  local lock=(flock -w 1800 /var/lock/sqtt-host-apt.lock)
+  "${lock[@]}" timeout "${NET_TIMEOUT:-600}" apt-get update -qq >"$log" 2>&1 ||
     lane_die "apt-get update failed or timed out after ${NET_TIMEOUT:-600}s (see $log)"
-  DEBIAN_FRONTEND=noninteractive timeout "${NET_TIMEOUT:-600}" \
+  DEBIAN_FRONTEND=noninteractive "${lock[@]}" timeout "${NET_TIMEOUT:-600}" \
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"$log" 2>&1 ||
     lane_die "apt-get install ${missing[*]} failed or timed out (see $log)"
+}
+
+# The arches of a lane in ci/lanes.tsv (its third column): the single ones, or with --multi those
+# of its multi-arch binary (the entry written A+B+C), one a word. Fails when the table has no
+# such lane.
+#   lane_table_arches [--multi] LANE
+lane_table_arches() {
+  local multi=0 row
+  [ "$1" = --multi ] && { multi=1; shift; }
+  row=$(awk -F'\t' -v n="$1" '$1 == n { print $3 }' "$(dirname "${BASH_SOURCE[0]}")/lanes.tsv")
+  [ -n "$row" ] || lane_die "no lane '$1' in ci/lanes.tsv"
+  # awk, not grep: no match is no arch, not a failure under pipefail.
+  tr ' ' '\n' <<<"$row" | awk -v m="$multi" '(m == 1 && /[+]/) || (m != 1 && !/[+]/ && $0 != "-")' |
+    tr '+\n' '  ' | sed 's/ $//'
 }
 
 lane_pass() {

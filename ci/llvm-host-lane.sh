@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# A modern-LLVM lane on the bookworm host: LLVM 19 (bookworm main) or 22 (bookworm-security).
+# A modern-LLVM lane on the bookworm host: LLVM 19 (bookworm main) or 22 (bookworm-security);
+# LLVM 23, which only sid packages, runs the same lane inside a cached sid chroot of its own
+# (/var/cache/sqtt-llvm23, SQTT_LLVM23_ROOT; a copy of the sid lane's chroot when that exists).
 # Builds the plugin with its own pass registration (feature llvm<N>-1), then runs the IR fixtures
 # through opt-<N>/llc-<N> on the lane's arches (ci/ir-cases.sh: exact marker sequences, funcmaps,
 # scope checks, address tracing, clock packing, no cache invalidation) and the IR-level e2e
 # suite against that opt. Real HIP on modern hipcc runs in the sid/experimental lanes: Debian
 # bookworm's HIP 5.2 headers do not compile with clang 19+.
 #
-# Usage: ci/llvm-host-lane.sh MAJOR [ARCH...]   (default arches per major below)
+# Usage: ci/llvm-host-lane.sh MAJOR [ARCH...]   (default arches: the lane's row of ci/lanes.tsv)
 #        ci/llvm-host-lane.sh MAJOR -- CMD...   build, then run CMD with the lane's environment
 # Settings: SQTT_NET_TIMEOUT (seconds per apt step, default 600), CARGO_BUILD_JOBS (default 2).
 set -euo pipefail
@@ -21,11 +23,31 @@ source "$REPO/ci/lane-lib.sh"
 source "$REPO/ci/ir-cases.sh"
 
 case $MAJOR in
-# clang 19 knows neither gfx950 nor gfx1250.
-19) DEFAULT_ARCHES=(gfx90a gfx942 gfx1030 gfx1100 gfx1200 gfx1201) ;;
-22) DEFAULT_ARCHES=(gfx90a gfx942 gfx950 gfx1030 gfx1100 gfx1200 gfx1201 gfx1250) ;;
-*) lane_die "no host lane for LLVM $MAJOR on bookworm (19 and 22 are packaged)" ;;
+19 | 22) ;;
+23)
+  if [ ! -f /.sqtt-chroot-ready ]; then
+    # On the host: the chroot (quick when cached), then this script again inside it, with the
+    # worktree at /src, the host's Rust at /opt/rust and the lane's own cargo target directory.
+    [ "$(id -u)" = 0 ] || lane_die "LLVM 23 runs in a sid chroot: needs root"
+    # shellcheck source=ci/chroot.sh
+    source "$REPO/ci/chroot.sh"
+    ROOT=${SQTT_LLVM23_ROOT:-/var/cache/sqtt-llvm23}
+    CHROOT_SEED=${SQTT_SID_ROOT:-/var/cache/sqtt-sid}
+    chroot_ensure sid "$ROOT" llvm-23 llvm-23-dev lld-23 g++ ca-certificates
+    rc=0 args=""
+    # (printf '%q' of no arguments would be one empty argument.)
+    [ $# -eq 0 ] || args=$(printf '%q ' "$@")
+    chroot_run "$ROOT" "export PATH=/opt/rust/bin:\$PATH CARGO_HOME=/root/.cargo \
+      CARGO_TARGET_DIR=/src/target/llvm23 CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2}; \
+      bash /src/ci/llvm-host-lane.sh 23 $args" || rc=$?
+    exit $rc
+  fi
+  ;;
+*) lane_die "no lane for LLVM $MAJOR (19 and 22 are packaged on bookworm, 23 in sid)" ;;
 esac
+# The default arches are the lane's row of ci/lanes.tsv (clang 19 knows neither gfx950 nor
+# gfx1250).
+read -r -a DEFAULT_ARCHES <<<"$(lane_table_arches "llvm$MAJOR")"
 ARCHES=() CMD=()
 if [ "${1:-}" = -- ]; then
   shift
@@ -62,7 +84,7 @@ PLUGIN=$TARGET_DIR/release/libsqtt_plugin.so
 lane_log "plugin built in $(($(date +%s) - t0))s"
 
 export SQTT_PLUGIN=$PLUGIN SQTT_LLVM_MAJOR=$MAJOR SQTT_LLVM_BIN=$LLVM_BIN
-export SQTT_TEST_LLVM_SUFFIX=-$MAJOR
+export SQTT_TEST_LLVM_SUFFIX=-$MAJOR SQTT_TEST_ARCHES="${ARCHES[*]}"
 if [ ${#CMD[@]} -gt 0 ]; then
   (cd "$REPO" && "${CMD[@]}")
   exit

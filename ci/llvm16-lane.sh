@@ -42,7 +42,8 @@ CACHE=${SQTT_LANE_CACHE:-$REPO/target/lanes/llvm16}
 NET_TIMEOUT=${SQTT_NET_TIMEOUT:-600}
 TARGET_DIR=$REPO/target/llvm16
 LLVM_BIN=/usr/lib/llvm-16/bin
-ARCHES=(gfx90a gfx940 gfx1030 gfx1100)
+# The arches come from ci/lanes.tsv.
+read -r -a ARCHES <<<"$(lane_table_arches llvm16)"
 mkdir -p "$CACHE"
 
 # --- 1. packages (bookworm) ----------------------------------------------------------------
@@ -106,7 +107,7 @@ fi
 
 # --- 5. environment ------------------------------------------------------------------------
 export SQTT_PLUGIN=$PLUGIN SQTT_LLVM_MAJOR=16 SQTT_LLVM_BIN=$LLVM_BIN SQTT_DEVICE_LIB_PATH=$DEVLIBS
-export SQTT_TEST_LLVM_SUFFIX=-16
+export SQTT_TEST_LLVM_SUFFIX=-16 SQTT_TEST_ARCHES="${ARCHES[*]}"
 {
   for v in SQTT_PLUGIN SQTT_LLVM_MAJOR HIP_CLANG_PATH SQTT_LLVM_BIN SQTT_DEVICE_LIB_PATH \
     SQTT_TEST_LLVM_SUFFIX; do

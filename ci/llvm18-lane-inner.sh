@@ -18,7 +18,9 @@ LLVM_BIN=/usr/lib/llvm-18/bin
 TARGET_DIR=$REPO/target/llvm18
 WORK=$REPO/target/lanes/llvm18/work
 FIXTURES=$REPO/tests/fixtures/ir
-ARCHES=(gfx942 gfx1200 gfx1201)
+# The arches come from ci/lanes.tsv (FAT: the two-arch host object).
+read -r -a ARCHES <<<"$(lane_table_arches llvm18)"
+read -r -a FAT <<<"$(lane_table_arches --multi llvm18)"
 BUILD_TIMEOUT=${SQTT_BUILD_TIMEOUT:-1500}
 export PATH=/opt/rust/bin:$LLVM_BIN:$PATH CARGO_HOME=/root/.cargo LLVM_SYS_180_PREFIX=/usr/lib/llvm-18
 
@@ -76,6 +78,7 @@ setup_hipcc_dir() {
 }
 
 export SQTT_PLUGIN=$PLUGIN SQTT_LLVM_MAJOR=18 SQTT_LLVM_BIN=$LLVM_BIN SQTT_TEST_LLVM_SUFFIX=-18
+export SQTT_TEST_ARCHES="${ARCHES[*]}" SQTT_TEST_MULTI_ARCH="${FAT[*]}"
 if [ "${SQTT_LANE18_HIPCC:-1}" != 0 ]; then
   setup_hipcc_dir
   export HIP_CLANG_PATH=$HIPDIR/bin SQTT_DEVICE_LIB_PATH=$HIPDIR/bitcode
@@ -189,13 +192,13 @@ R:2:extra_payload_count=1'
   }
   lane_feature_cases feature_compile llvm-objcopy "${ARCHES[@]}"
   # A host object with a two-arch fat binary: both device code objects carry the funcmap.
-  n="hipcc 5.7.1 gfx942+gfx1201 -c"
+  n="hipcc 5.7.1 $(IFS=+; echo "${FAT[*]}") -c"
   obj=$WORK/hipcc-fat.o
   if HIP_CLANG_PATH=$HIPDIR/bin hipcc -fpass-plugin="$PLUGIN" -DSQTT_ENABLED=1 \
-    -I "$REPO/markers/include" --offload-arch=gfx942 --offload-arch=gfx1201 \
+    -I "$REPO/markers/include" "${FAT[@]/#/--offload-arch=}" \
     --rocm-device-lib-path="$HIPDIR/bitcode" -c "$RT_SRC" -o "$obj" >"$obj.log" 2>&1; then
     llvm-objcopy --dump-section=.hip_fatbin="$obj.fatbin" "$obj" /dev/null 2>/dev/null || true
-    for cpu in gfx942 gfx1201; do
+    for cpu in "${FAT[@]}"; do
       if clang-offload-bundler --type=o --input="$obj.fatbin" \
         --targets="hipv4-amdgcn-amd-amdhsa--$cpu" --output="$obj.$cpu.co" --unbundle \
         >>"$obj.log" 2>&1; then

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The sid / experimental lane's work inside its chroot (started by ci/sid-lane.sh, which mounts
 # the worktree at /src and the host's Rust toolchain at /opt/rust). Debian's real hipcc 7.x:
-#   sid:          hipcc 7.0.2 on clang 21 (plugin feature llvm21-1), gfx942 gfx950 gfx1100 gfx1200 gfx1201
-#   experimental: hipcc 7.2.4 on clang 22 (plugin feature llvm22-1), gfx942 gfx1201 gfx1250
+#   sid:          hipcc 7.0.2 on clang 21 (plugin feature llvm21-1)
+#   experimental: hipcc 7.2.4 on clang 22 (plugin feature llvm22-1), with gfx1250
+# on the arches of the lane's row of ci/lanes.tsv.
 #
 #   sid-lane-inner.sh            toolchain checks, build, the plugin's cases
 #   sid-lane-inner.sh -- CMD...  build, then run CMD in /src with the lane's environment
@@ -12,19 +13,16 @@ set -euo pipefail
 
 SUITE=${SQTT_LANE_SUITE:-sid}
 case $SUITE in
-sid)
-  LANE_NAME=sid-lane MAJOR=21 HIPCC_VERSION=7.0
-  ARCHES=(gfx942 gfx950 gfx1100 gfx1200 gfx1201) FAT=(gfx942 gfx1100 gfx1201)
-  ;;
-experimental)
-  LANE_NAME=experimental-lane MAJOR=22 HIPCC_VERSION=7.2
-  ARCHES=(gfx942 gfx1201 gfx1250) FAT=(gfx942 gfx1201 gfx1250)
-  ;;
+sid) LANE_NAME=sid-lane MAJOR=21 HIPCC_VERSION=7.0 ;;
+experimental) LANE_NAME=experimental-lane MAJOR=22 HIPCC_VERSION=7.2 ;;
 *) echo "SQTT_LANE_SUITE must be sid or experimental, not $SUITE" >&2; exit 2 ;;
 esac
 REPO=/src
 # shellcheck source=ci/lane-lib.sh
 source "$REPO/ci/lane-lib.sh"
+# The arches, and those of the one multi-arch binary, come from the lane's row of ci/lanes.tsv.
+read -r -a ARCHES <<<"$(lane_table_arches "$SUITE")"
+read -r -a FAT <<<"$(lane_table_arches --multi "$SUITE")"
 START=$(date +%s)
 
 LLVM_BIN=/usr/lib/llvm-$MAJOR/bin
@@ -74,6 +72,7 @@ DRIVER=$TARGET_DIR/debug/sqtt-hipcc
 
 export SQTT_LLVM_MAJOR=$MAJOR SQTT_LLVM_BIN=$LLVM_BIN SQTT_TEST_LLVM_SUFFIX=-$MAJOR
 export HIP_CLANG_PATH=$LLVM_BIN SQTT_DEVICE_LIB_PATH=$DEVLIBS
+export SQTT_TEST_ARCHES="${ARCHES[*]}" SQTT_TEST_MULTI_ARCH="${FAT[*]}"
 [ -z "$PLUGIN" ] || export SQTT_PLUGIN=$PLUGIN
 if [ "${1:-}" = -- ]; then
   shift

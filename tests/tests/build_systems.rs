@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use sqtt_e2e::driver::*;
-use sqtt_e2e::toolchain::{hipcc, plugin_path, repo_root, run_ok, workdir};
+use sqtt_e2e::toolchain::{
+    device_lib_dir, hipcc, llvm_tool, plugin_path, repo_root, run_ok, workdir,
+};
 
 const KERNEL: &str = r#"
 #include <hip/hip_runtime.h>
@@ -317,6 +319,14 @@ fn werror_host_only_compile_and_rdc_link_pass_as_with_plain_hipcc() {
 #[test]
 fn cmake_hip_language_project_with_the_installed_package() {
     assert!(have("ninja"), "ninja is missing: run ci/setup.sh");
+    // The toolchain under test: bookworm's clang-15 by default; the sid lane runs this test with
+    // its clang 21, CMake 4 and gfx942 (its first arch in ci/lanes.tsv, SQTT_TEST_ARCHES).
+    let clangxx = llvm_tool("clang++");
+    let arch = std::env::var("SQTT_TEST_ARCHES")
+        .ok()
+        .and_then(|a| a.split_whitespace().next().map(String::from))
+        .unwrap_or_else(|| "gfx90a".into());
+    let devlibs = device_lib_dir().display().to_string();
     let d = workdir();
     let dir = d.path();
     // The layout install.sh --prefix makes: bin/sqtt-hipcc, lib/cmake/SqttHipcc/.
@@ -350,13 +360,12 @@ fn cmake_hip_language_project_with_the_installed_package() {
         .arg("-B")
         .arg(&build)
         .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
-        .arg("-DCMAKE_HIP_COMPILER=clang++-15")
+        .arg(format!("-DCMAKE_HIP_COMPILER={clangxx}"))
         .arg(format!("-DCMAKE_HIP_COMPILER_ROCM_ROOT={}", shim.display()))
-        .arg("-DCMAKE_HIP_ARCHITECTURES=gfx90a")
-        .arg(
-            "-DCMAKE_HIP_FLAGS=--rocm-path=/usr \
-             --hip-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode",
-        );
+        .arg(format!("-DCMAKE_HIP_ARCHITECTURES={arch}"))
+        .arg(format!(
+            "-DCMAKE_HIP_FLAGS=--rocm-path=/usr --hip-device-lib-path={devlibs}"
+        ));
     env(&mut c);
     let conf = run_ok(&mut c);
     assert!(
@@ -381,7 +390,7 @@ fn cmake_hip_language_project_with_the_installed_package() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
 
-    // The same package on the C++ route: a plain clang++-15 compiling app.hip with -x hip.
+    // The same package on the C++ route: a plain clang++ compiling app.hip with -x hip.
     let build = dir.join("build-cxx");
     let mut c = Command::new("cmake");
     c.args(["-G", "Ninja", "-S"])
@@ -390,7 +399,11 @@ fn cmake_hip_language_project_with_the_installed_package() {
         .arg(&build)
         .arg("-DSQTT_CXX_ROUTE=ON")
         .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
-        .arg("-DCMAKE_CXX_COMPILER=clang++-15");
+        .arg(format!("-DCMAKE_CXX_COMPILER={clangxx}"))
+        .arg(format!(
+            "-DSQTT_ROCM_FLAGS=--offload-arch={arch};--rocm-path=/usr"
+        ))
+        .arg(format!("-DSQTT_DEVICE_LIB_PATH={devlibs}"));
     env(&mut c);
     let conf = run_ok(&mut c);
     assert!(
@@ -408,7 +421,7 @@ fn cmake_hip_language_project_with_the_installed_package() {
         "{out}"
     );
     assert!(
-        out.contains("gfx90a ok kernels=1"),
+        out.contains(&format!("{arch} ok kernels=1")),
         "the post-build check's summary: {out}"
     );
 }
