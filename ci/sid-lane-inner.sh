@@ -27,7 +27,9 @@ START=$(date +%s)
 
 LLVM_BIN=/usr/lib/llvm-$MAJOR/bin
 FEATURE=llvm$MAJOR-1
-TARGET_DIR=$REPO/target/llvm$MAJOR
+# The lane's own target directory: the bookworm host lane of the same major builds into
+# target/llvm$MAJOR against another glibc, and lanes run two at a time.
+TARGET_DIR=$REPO/target/$SUITE-llvm$MAJOR
 LANE_DIR=$REPO/target/lanes/$SUITE
 WORK=$LANE_DIR/work
 FIXTURES=$REPO/tests/fixtures/ir

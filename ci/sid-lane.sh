@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Debian sid lane: the real hipcc 7.0.2 on clang 21 (ROCm 6.4 HIP headers, ROCm 7.0 device
 # libraries for gfx942/gfx950/gfx1100/gfx1200/gfx1201) in a cached sid chroot; the plugin built
-# there with --features llvm21-1 into target/llvm21 (ci/sid-lane-inner.sh). With
+# there with --features llvm21-1 into target/sid-llvm21 (ci/sid-lane-inner.sh). With
 # SQTT_LANE_SUITE=experimental (or ci/experimental-lane.sh): experimental on top of sid, hipcc
-# 7.2.4 on clang 22, gfx1250, --features llvm22-1 into target/llvm22.
+# 7.2.4 on clang 22, gfx1250, --features llvm22-1 into target/experimental-llvm22.
 #
 # Usage:
 #   ci/sid-lane.sh                 create/reuse the chroot, toolchain checks, build, plugin cases
