@@ -8,7 +8,9 @@
 # markers.hpp include directory, -DSQTT_ENABLED=1) and adds them to the target's sources of that
 # language; sets `sqtt-hipcc --sqtt-launch` as that language's compiler launcher, so the plugin
 # gets the settings the wrapper would give it (sqtt.toml found from the build directory upward,
-# SQTT_* over it); and adds a post-build `sqtt-hipcc --check $<TARGET_FILE:target> CHECK_ARGS`.
+# SQTT_* over it); launches the target's link steps the same way, so an `-fgpu-rdc` link loads
+# the plugin into the device linker (IDs unique across translation units; its compiles leave IDs
+# to the link); and adds a post-build `sqtt-hipcc --check $<TARGET_FILE:target> CHECK_ARGS`.
 # LANGUAGE defaults to HIP when the HIP language is enabled, else CXX (for targets whose C++
 # compiler compiles with `-x hip`). An existing <LANG>_COMPILER_LAUNCHER (ccache) is kept after ours.
 
@@ -54,6 +56,14 @@ function(sqtt_instrument target)
   endif()
   set_property(TARGET ${target} PROPERTY ${lang}_COMPILER_LAUNCHER
                "${SQTT_HIPCC_EXECUTABLE}" --sqtt-launch ${launcher})
+  # Links too: CMake 3.25 has no <LANG>_LINKER_LAUNCHER for HIP, so the link rule's launcher.
+  # The launcher adds nothing to links without -fgpu-rdc, nor to archiving.
+  get_target_property(link_launcher ${target} RULE_LAUNCH_LINK)
+  if(NOT link_launcher)
+    set(link_launcher "")
+  endif()
+  set_property(TARGET ${target} PROPERTY RULE_LAUNCH_LINK
+               "\"${SQTT_HIPCC_EXECUTABLE}\" --sqtt-launch ${link_launcher}")
   get_target_property(type ${target} TYPE)
   if(type MATCHES "EXECUTABLE|SHARED_LIBRARY|MODULE_LIBRARY")
     add_custom_command(TARGET ${target} POST_BUILD

@@ -23,6 +23,7 @@ use std::path::Path;
 
 mod archive;
 pub mod bundle;
+pub mod check;
 mod elf;
 pub mod file;
 pub mod glob;

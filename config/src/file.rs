@@ -1,18 +1,23 @@
-//! Reading the configuration file: only a regular file, never blocking, at most
-//! [`MAX_CONFIG_BYTES`]. [`not_regular`] is also the code-object reader's test of its inputs
-//! (`sqtt_codeobj::file`): this crate is the lowest one, used by the pass plugin, which needs no
-//! code-object reader.
+//! Reading input files safely: only regular files, never blocking, never mapped, bounded. The
+//! one home of this for every crate (this one is the lowest: the configuration file, the
+//! code-object reader `sqtt_codeobj`, the trace tools and the raw thread-trace reader use it).
+//!
+//! A FIFO, a directory, a device (`/dev/zero`) or a file of a pseudo file system (`/proc`,
+//! `/sys`) is refused with a message saying what it is, before anything is read, so nothing
+//! blocks and nothing is read without limit. The kind is tested on the path and again on the
+//! opened descriptor (`fstat`, `fstatfs`), so a file swapped between the two is still refused
+//! (no time-of-check/time-of-use gap), and the size read is the descriptor's. Files are read with
+//! `pread` into a buffer of the size `fstat` reported (refused above a limit); a file that shrinks
+//! while it is read gives an error and a file rewritten underneath gives stale data, never a
+//! signal (a mapped file that is truncated gives SIGBUS).
 
+use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 /// The largest configuration file read (1 MiB).
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
-
-fn invalid(msg: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidInput, msg)
-}
 
 /// What a non-regular file is, as words for a message (`None`: a regular file).
 pub fn not_regular(ft: &std::fs::FileType) -> Option<&'static str> {
@@ -36,10 +41,43 @@ pub fn not_regular(ft: &std::fs::FileType) -> Option<&'static str> {
 /// The text of a configuration file, or why it cannot be read ("it is a FIFO (named pipe), not
 /// a regular file", "it is 5000000 bytes; ...").
 pub fn read_config(path: &Path) -> io::Result<String> {
+    read_regular_string(path, MAX_CONFIG_BYTES, "a configuration file")
+}
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+/// The pseudo file system a file lives on (`/proc`, `/sys`, ...), whose files report a size of 0
+/// or 4096 whatever they hold, or grow without end.
+fn pseudo_fs(file: &File) -> Option<&'static str> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fstatfs writes a statfs into the zeroed buffer we own; the fd is open.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) } != 0 {
+        return None;
+    }
+    // Compared as u64: the field's type differs between targets.
+    #[allow(clippy::unnecessary_cast)]
+    match st.f_type as u64 {
+        0x9fa0 => Some("/proc"),
+        0x6265_6572 => Some("sysfs (/sys)"),
+        0x6462_6720 => Some("debugfs"),
+        0x7472_6163 => Some("tracefs"),
+        0x6367_7270 | 0x0027_e0eb => Some("cgroup"),
+        0x6c6f_6f70 => Some("securityfs"),
+        _ => None,
+    }
+}
+
+/// Opens a regular file for reading without blocking, and its size. Anything else is an error
+/// saying what it is ("it is a FIFO (named pipe), not a regular file").
+pub fn open_regular(path: &Path) -> io::Result<(File, u64)> {
+    // Looked at before opening, so opening a FIFO or a device has no effect at all.
     if let Some(what) = not_regular(&std::fs::metadata(path)?.file_type()) {
         return Err(invalid(format!("it is {what}, not a regular file")));
     }
-    let file = std::fs::OpenOptions::new()
+    let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
@@ -47,40 +85,110 @@ pub fn read_config(path: &Path) -> io::Result<String> {
     if let Some(what) = not_regular(&meta.file_type()) {
         return Err(invalid(format!("it is {what}, not a regular file")));
     }
-    {
-        use std::os::fd::AsRawFd;
-        // SAFETY: fstatfs fills the zeroed statfs we own; the fd is open.
-        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-        #[allow(clippy::unnecessary_cast)]
-        if unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) } == 0
-            && matches!(st.f_type as u64, 0x9fa0 | 0x6265_6572)
-        {
-            return Err(invalid(
-                "it is a file of the /proc or /sys pseudo file system, not a regular file".into(),
-            ));
-        }
-    }
-    let len = meta.len();
-    if len > MAX_CONFIG_BYTES {
+    if let Some(fs) = pseudo_fs(&file) {
         return Err(invalid(format!(
-            "it is {len} bytes; a configuration file may have at most {MAX_CONFIG_BYTES} bytes"
+            "it is a file of the {fs} pseudo file system, not a regular file"
         )));
     }
-    let mut buf = vec![0u8; len as usize];
+    Ok((file, meta.len()))
+}
+
+/// Reads `len` bytes at `offset` (fewer at the end of the file).
+pub fn read_at(file: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
     let mut got = 0;
-    while got < buf.len() {
-        match file.read_at(&mut buf[got..], got as u64) {
+    while got < len {
+        match file.read_at(&mut buf[got..], offset + got as u64) {
             Ok(0) => break,
             Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         }
     }
     buf.truncate(got);
-    String::from_utf8(buf).map_err(|e| {
+    Ok(buf)
+}
+
+/// Reads all of an open regular file of `len` bytes (its `fstat` size). A file that shrinks while
+/// it is read is an error; bytes appended meanwhile are not read.
+pub fn read_all(file: &File, len: u64) -> io::Result<Vec<u8>> {
+    let want = usize::try_from(len)
+        .map_err(|_| invalid(format!("it is {len} bytes, too large for this machine")))?;
+    let buf = read_at(file, 0, want)?;
+    if buf.len() < want {
+        return Err(invalid(format!(
+            "it shrank from {want} to {} bytes while it was read (is it being rewritten?)",
+            buf.len()
+        )));
+    }
+    Ok(buf)
+}
+
+/// Reads a whole regular file of at most `max` bytes; `what` names the kind of input in the
+/// message of a file too large ("a configuration file").
+pub fn read_regular(path: &Path, max: u64, what: &str) -> io::Result<Vec<u8>> {
+    let (file, len) = open_regular(path)?;
+    if len > max {
+        return Err(invalid(format!(
+            "it is {len} bytes; {what} may have at most {max} bytes"
+        )));
+    }
+    read_all(&file, len)
+}
+
+/// [`read_regular`] as UTF-8 text.
+pub fn read_regular_string(path: &Path, max: u64, what: &str) -> io::Result<String> {
+    String::from_utf8(read_regular(path, max, what)?).map_err(|e| {
         io::Error::new(
             io::ErrorKind::InvalidData,
             format!("it is not UTF-8 text ({e})"),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(path: &Path) -> String {
+        read_regular(path, 1 << 20, "a test input")
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn non_regular_files_are_named_and_never_block() {
+        let dir = std::env::temp_dir().join(format!("sqtt-config-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(err(&dir), "it is a directory, not a regular file");
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // Nobody writes to the FIFO: this returns at once only because it is refused.
+        assert_eq!(err(&fifo), "it is a FIFO (named pipe), not a regular file");
+        assert_eq!(
+            err(Path::new("/dev/zero")),
+            "it is a character device, not a regular file"
+        );
+        assert_eq!(
+            err(Path::new("/proc/self/status")),
+            "it is a file of the /proc pseudo file system, not a regular file"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn size_bound_and_contents() {
+        let dir = std::env::temp_dir().join(format!("sqtt-config-size-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("f");
+        std::fs::write(&f, b"hello").unwrap();
+        assert_eq!(read_regular(&f, 5, "x").unwrap(), b"hello");
+        assert_eq!(
+            read_regular(&f, 4, "a test input").unwrap_err().to_string(),
+            "it is 5 bytes; a test input may have at most 4 bytes"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

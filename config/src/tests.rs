@@ -280,7 +280,7 @@ fn only_a_regular_file_of_bounded_size_is_read_as_configuration() {
         ),
         (
             PathBuf::from("/proc/self/environ"),
-            "it is a file of the /proc or /sys pseudo file system, not a regular file",
+            "it is a file of the /proc pseudo file system, not a regular file",
         ),
         (
             big.clone(),

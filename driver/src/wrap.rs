@@ -51,8 +51,9 @@ Own options (never passed to hipcc):
                        the plugin chosen for it (key=value lines), and exit
   --sqtt-flags[=CLANG] print the flags that instrument a plain `CLANG -x hip` compile (plugin
                        for that clang's LLVM major, default hipcc's; include dir; -DSQTT_ENABLED=1)
-  --sqtt-launch CMD... run CMD with the resolved settings exported as SQTT_* (a compiler launcher
-                       for the flags above; the CMake package sqtt_instrument() sets both)
+  --sqtt-launch CMD... run CMD with the resolved settings exported as SQTT_* (a compiler and
+                       linker launcher for the flags above, -fgpu-rdc handled as the wrapper
+                       does; the CMake package sqtt_instrument() sets both)
   --sqtt-completions=SHELL  print a completion script (bash, zsh, fish, elvish, powershell)
   --sqtt-man[=check]   print the man page sqtt-hipcc(1) (or sqtt-hipcc-check(1))
   --sqtt-help          this text
@@ -271,12 +272,7 @@ pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
                     extra.extend(plugin_option_flags(&plugin, &settings));
                 }
                 if rdc_link {
-                    extra.push("-Xoffload-linker".into());
-                    extra.push(format!("--load-pass-plugin={}", plugin.display()));
-                    // clang 15 hands -Xoffload-linker to the HIP device lld without marking it
-                    // used, so it warns "argument unused during compilation" (an error with
-                    // -Werror) although lld loads the plugin. Silence that one diagnostic.
-                    extra.push("-Qunused-arguments".into());
+                    extra.extend(rdc_link_flags(&plugin));
                 }
                 plugin_used = Some(plugin);
             }
@@ -451,7 +447,10 @@ fn print_flags(own: &OwnOptions, clang: Option<&Path>) -> Result<i32, Fail> {
 
 /// `--sqtt-launch CMD...`: runs CMD with the settings the wrapper would export (sqtt.toml found
 /// from the working directory, `SQTT_*` over it), so a plugin loaded by `--sqtt-flags` reads
-/// exactly what the wrapper would give it.
+/// exactly what the wrapper would give it. CMD is classified with the wrapper's table, so
+/// `-fgpu-rdc` is handled as the wrapper handles it: its compiles leave IDs and the funcmap to
+/// the device link, and its links (the CMake package launches them too) load the plugin into
+/// the device linker, so IDs are unique across translation units.
 fn launch(own: &OwnOptions, cmd: &[String]) -> Result<i32, Fail> {
     let Some((prog, rest)) = cmd.split_first() else {
         return Err(Fail::usage(
@@ -461,8 +460,21 @@ fn launch(own: &OwnOptions, cmd: &[String]) -> Result<i32, Fail> {
     let cwd = std::env::current_dir()
         .map_err(|e| Fail::usage(format!("cannot read the working directory: {e}")))?;
     let settings = load_settings(own, &cwd)?;
+    let cls = classify(&expand_response_files(rest, &cwd).map_err(Fail::usage)?);
     let mut c = Command::new(prog);
     c.args(rest);
+    if settings.enabled && cls.rdc && cls.links() {
+        let explicit = getenv(sqtt_config::var::PLUGIN).is_some_and(|v| !v.is_empty());
+        let compiler = locate::find_hipcc(Some(Path::new(prog)), &getenv)?;
+        let major = if explicit {
+            None
+        } else {
+            Some(locate::hipcc_clang_major(&compiler, &getenv)?)
+        };
+        let plugin = locate::find_plugin(&getenv, major)?;
+        check_llvm_major(&plugin, &compiler)?;
+        c.args(rdc_link_flags(&plugin));
+    }
     for (k, v) in settings.to_env() {
         c.env(k, v);
     }
@@ -470,8 +482,24 @@ fn launch(own: &OwnOptions, cmd: &[String]) -> Result<i32, Fail> {
         sqtt_config::var::ENABLED,
         if settings.enabled { "1" } else { "0" },
     );
-    c.env_remove(sqtt_config::var::DEFER_TO_LINK);
+    if settings.enabled && cls.rdc && cls.kind == StepKind::Compile && !cls.host_only {
+        c.env(sqtt_config::var::DEFER_TO_LINK, "1");
+    } else {
+        c.env_remove(sqtt_config::var::DEFER_TO_LINK);
+    }
     Err(exec(c, Path::new(prog)))
+}
+
+/// The flags that load the plugin into the device linker of an `-fgpu-rdc` link.
+fn rdc_link_flags(plugin: &Path) -> [String; 3] {
+    [
+        "-Xoffload-linker".into(),
+        format!("--load-pass-plugin={}", plugin.display()),
+        // clang 15 hands -Xoffload-linker to the HIP device lld without marking it used, so it
+        // warns "argument unused during compilation" (an error with -Werror) although lld loads
+        // the plugin. Silence that one diagnostic.
+        "-Qunused-arguments".into(),
+    ]
 }
 
 /// `--sqtt-toolchain`: what the wrapper finds, as `key=value` lines on stdout.

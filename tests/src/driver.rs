@@ -21,29 +21,51 @@ pub fn sqtt_hipcc() -> PathBuf {
     if let Some(p) = std::env::var_os("SQTT_TEST_DRIVER") {
         return PathBuf::from(p);
     }
-    let exe = profile_dir().join("sqtt-hipcc");
+    built_binary(
+        "sqtt-hipcc",
+        "sqtt-hipcc",
+        &[
+            "driver/src",
+            "codeobj/src",
+            "config/src",
+            "markers/src",
+            "markers/include",
+        ],
+    )
+}
+
+/// The built `sqtt` trace tool (`cargo build -p sqtt-tools`), checked like [`sqtt_hipcc`].
+pub fn sqtt_tool() -> PathBuf {
+    built_binary(
+        "sqtt",
+        "sqtt-tools",
+        &[
+            "tools/src",
+            "codeobj/src",
+            "markers/src",
+            "thread-trace/src",
+        ],
+    )
+}
+
+fn built_binary(name: &str, package: &str, sources: &[&str]) -> PathBuf {
+    let exe = profile_dir().join(name);
     let built = exe
         .metadata()
         .and_then(|m| m.modified())
         .unwrap_or_else(|_| {
             panic!(
-                "{} is missing: run `cargo build -p sqtt-hipcc` first (ci/test.sh does)",
+                "{} is missing: run `cargo build -p {package}` first (ci/test.sh does)",
                 exe.display()
             )
         });
     let root = repo_root();
-    for src in [
-        "driver/src",
-        "codeobj/src",
-        "config/src",
-        "markers/src",
-        "markers/include",
-    ] {
+    for src in sources {
         for e in walk(&root.join(src)) {
             let t = e.metadata().and_then(|m| m.modified()).unwrap();
             assert!(
                 t <= built,
-                "{} is older than {}: run `cargo build -p sqtt-hipcc` first",
+                "{} is older than {}: run `cargo build -p {package}` first",
                 exe.display(),
                 e.display()
             );

@@ -1,7 +1,8 @@
 //! `sqtt-hipcc --check` on every kind of input, built by the real hipcc with hand-made
 //! funcmaps (the `.sqtt_funcmap` section planted by a `__device__` array): executables, `.o`,
 //! bare code objects, plain and compressed (CCOB zlib/zstd) bundles, `-fgpu-rdc` objects and
-//! links; the table, the summary line, `--json`, `--require` of every kind, `--arch`, errors.
+//! links; the table, the summary line, `--json`, `--require` of every kind, `--arch`, errors;
+//! and `sqtt funcmap`, which runs the same check, giving the same outputs.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -140,6 +141,16 @@ fn fx() -> &'static Fixture {
 fn check(args: &[&str], files: &[&Path]) -> Output {
     let mut c = driver(&fx().dir);
     c.arg("--check").args(args).args(files);
+    c.output().unwrap()
+}
+
+/// `sqtt funcmap` with the same arguments.
+fn funcmap(args: &[&str], files: &[&Path]) -> Output {
+    let mut c = Command::new(sqtt_tool());
+    c.current_dir(&fx().dir)
+        .arg("funcmap")
+        .args(args)
+        .args(files);
     c.output().unwrap()
 }
 
@@ -473,5 +484,98 @@ fn real_inputs_truncated_or_flipped_never_panic() {
             }
             let _ = sqtt_codeobj::read_bytes(&x, "t");
         }
+    }
+}
+
+/// `sqtt funcmap` is the same check as `sqtt-hipcc --check`: for every option and input the same
+/// stdout (tables, summary lines, JSON report), the same exit status and the same problems on
+/// stderr (each binary prefixes its own name).
+#[test]
+fn sqtt_funcmap_gives_the_same_outputs_as_check() {
+    let f = fx();
+    let missing = f.dir.join("no-such-file");
+    let script = f.dir.join("k.hip");
+    let cases: Vec<(Vec<&str>, Vec<&Path>)> = vec![
+        (vec![], vec![&f.app, &f.obj, &f.co90a]),
+        (
+            vec!["--demangle"],
+            vec![&f.app, &f.bundle, &f.ccob_zlib, &f.ccob_zstd],
+        ),
+        (
+            vec!["--quiet"],
+            vec![&f.app, &f.rdc, &f.archive, &f.collide],
+        ),
+        (vec!["--json"], vec![&f.app, &f.bad]),
+        (vec!["--json", "--arch", "gfx1030"], vec![&f.app, &f.obj]),
+        (
+            vec!["--arch", "gfx90a", "--require", "user:work"],
+            vec![&f.app],
+        ),
+        (
+            vec!["--require", "user:work", "--require", "kernel:my_kernel"],
+            vec![&f.app],
+        ),
+        (
+            vec!["--json", "--require", "point:vmem_*"],
+            vec![&f.app, &f.co90a],
+        ),
+        (vec!["--arch", "gfx942"], vec![&f.app]),
+        (
+            vec!["--skip-non-amdgpu", "--quiet"],
+            vec![&f.app, &script, &f.dir],
+        ),
+        (vec![], vec![&f.bad, &missing]),
+    ];
+    let mut statuses = Vec::new();
+    for (args, files) in &cases {
+        let a = check(args, files);
+        let b = funcmap(args, files);
+        let what = format!("{args:?} {files:?}");
+        assert_eq!(out(&a), out(&b), "stdout differs for {what}");
+        assert!(!out(&a).is_empty() || a.status.code() != Some(0), "{what}");
+        assert_eq!(
+            a.status.code(),
+            b.status.code(),
+            "exit status differs for {what}"
+        );
+        let problems = |o: &Output, prog: &str| -> Vec<String> {
+            err(o)
+                .lines()
+                .map(|l| {
+                    l.strip_prefix(prog)
+                        .unwrap_or_else(|| panic!("{l:?} lacks {prog:?} ({what})"))
+                        .to_string()
+                })
+                .collect()
+        };
+        assert_eq!(
+            problems(&a, "sqtt-hipcc --check: "),
+            problems(&b, "sqtt funcmap: "),
+            "stderr differs for {what}"
+        );
+        statuses.push(a.status.code());
+    }
+    // The cases cover passing, failing and unreadable inputs alike.
+    for code in [0, 1, 2] {
+        assert!(
+            statuses.contains(&Some(code)),
+            "no case exits {code}: {statuses:?}"
+        );
+    }
+    // Usage errors: both exit 2 and name the bad value.
+    for args in [&["--require", "colour:red"][..], &["--arch", ""][..]] {
+        let a = check(args, &[&f.app]);
+        let b = funcmap(args, &[&f.app]);
+        assert_eq!(a.status.code(), Some(2), "{args:?}: {}", err(&a));
+        assert_eq!(b.status.code(), Some(2), "{args:?}: {}", err(&b));
+        let first = |o: &Output| {
+            err(o)
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .split_once("error: ")
+                .map(|x| x.1.to_string())
+        };
+        assert_eq!(first(&a), first(&b), "{args:?}");
     }
 }

@@ -263,7 +263,7 @@ fn configuration_files_must_be_regular_files() {
         ),
         (
             "/proc/self/environ".to_string(),
-            "it is a file of the /proc or /sys pseudo file system, not a regular file",
+            "it is a file of the /proc pseudo file system, not a regular file",
         ),
     ];
     for (path, what) in &cases {

@@ -209,50 +209,21 @@ impl GpuArgs {
 /// The largest raw thread trace read (it is read whole).
 const MAX_TRACE_BYTES: u64 = 16 << 30;
 
-/// Reads a raw thread trace: only a regular file (a FIFO, a directory or a device is refused
-/// with what it is, before it is opened, so nothing blocks), no further than its size when
-/// opened, and at most [`MAX_TRACE_BYTES`].
-fn read_trace(path: &PathBuf) -> Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::FileTypeExt;
-    let ctx = || format!("reading {}", path.display());
-    let meta = std::fs::metadata(path).with_context(ctx)?;
-    let ft = meta.file_type();
-    let what = if ft.is_file() {
-        None
-    } else if ft.is_dir() {
-        Some("a directory")
-    } else if ft.is_fifo() {
-        Some("a FIFO (named pipe)")
-    } else if ft.is_char_device() || ft.is_block_device() {
-        Some("a device")
-    } else {
-        Some("not a regular file")
-    };
-    if let Some(what) = what {
-        anyhow::bail!("{}: it is {what}, not a regular file", path.display());
-    }
-    // Files of /proc and /sys say they are regular, with a size that is not their contents.
-    if let Ok(real) = path.canonicalize() {
-        if real.starts_with("/proc") || real.starts_with("/sys") {
-            anyhow::bail!(
-                "{}: it is a file of the /proc or /sys pseudo file system, not a regular file",
-                path.display()
-            );
-        }
-    }
-    if meta.len() > MAX_TRACE_BYTES {
+/// Reads a raw thread trace with `sqtt_config::file`: only a regular file (a FIFO, a directory
+/// or a device is refused with what it is, so nothing blocks), tested on the path and again on
+/// the opened descriptor (a file swapped between the check and the read is still refused), read
+/// with `pread` no further than the descriptor's size when opened, and at most
+/// [`MAX_TRACE_BYTES`]. A file truncated while it is read is an error, never a signal.
+fn read_trace(path: &std::path::Path) -> Result<Vec<u8>> {
+    use sqtt_config::file;
+    let (f, len) = file::open_regular(path).with_context(|| path.display().to_string())?;
+    if len > MAX_TRACE_BYTES {
         anyhow::bail!(
-            "{}: it is {} bytes; a thread trace may have at most {MAX_TRACE_BYTES} bytes",
+            "{}: it is {len} bytes; a thread trace may have at most {MAX_TRACE_BYTES} bytes",
             path.display(),
-            meta.len()
         );
     }
-    let mut data = Vec::with_capacity(meta.len() as usize);
-    std::fs::File::open(path)
-        .and_then(|f| f.take(meta.len()).read_to_end(&mut data))
-        .with_context(ctx)?;
-    Ok(data)
+    file::read_all(&f, len).with_context(|| format!("reading {}", path.display()))
 }
 
 /// Warns when an RDNA file's header names another layout than the GPU's.
@@ -543,5 +514,135 @@ mod tests {
         assert!(e.to_string().contains("would be harvested"), "{e}");
         // All but one is fine.
         assert!(gpu(&all[1..].join(",")).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod read_race {
+    use std::io::{Seek, SeekFrom, Write};
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::{mpsc, Arc};
+    use std::time::{Duration, Instant};
+
+    /// A trace of `len` bytes filled with `byte`.
+    fn trace(len: usize, byte: u8) -> Vec<u8> {
+        vec![byte; len]
+    }
+
+    /// Reads `path` on another thread, at least `runs` times and until `rounds` reaches
+    /// `min_rounds`; panics if a read blocks (no answer within 10 s). Returns each read's result.
+    fn reads(
+        path: &Path,
+        runs: usize,
+        rounds: Arc<AtomicU64>,
+        min_rounds: u64,
+    ) -> Vec<Result<Vec<u8>, String>> {
+        let (tx, rx) = mpsc::channel();
+        let path = PathBuf::from(path);
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while n < runs || rounds.load(Ordering::Relaxed) < min_rounds {
+                let r = super::read_trace(&path).map_err(|e| format!("{e:#}"));
+                if tx.send(r).is_err() {
+                    return;
+                }
+                n += 1;
+            }
+        });
+        let mut all = Vec::new();
+        loop {
+            match rx.recv_timeout(Duration::from_secs(10)) {
+                Ok(r) => all.push(r),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return all,
+                Err(mpsc::RecvTimeoutError::Timeout) => panic!(
+                    "read {} blocked (a FIFO opened after the check?)",
+                    all.len()
+                ),
+            }
+        }
+    }
+
+    /// The path is swapped (rename, as an atomic rewrite does) between a 256 KiB trace, a 768 KiB
+    /// trace and a FIFO nobody writes to, and the small trace is also truncated and rewritten in
+    /// place (200 rounds), while it is read (at least 2000 times): every read is the data of one
+    /// file (stale is allowed) or an error naming what went wrong; none blocks on the FIFO, none
+    /// reads past the size it saw, none signals.
+    #[test]
+    fn a_file_swapped_or_truncated_between_check_and_read_gives_one_files_data_or_an_error() {
+        let dir = std::env::temp_dir().join(format!("sqtt-tt-race-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("se0.att");
+        let small = trace(256 << 10, 0x11);
+        let big = trace(768 << 10, 0x22);
+        std::fs::write(&path, &small).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let rounds = Arc::new(AtomicU64::new(0));
+        let rewriter = {
+            let (dir, path, stop) = (dir.clone(), path.clone(), stop.clone());
+            let rounds = rounds.clone();
+            let (small, big) = (small.clone(), big.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    // In place: truncate, then rewrite.
+                    if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&path) {
+                        let _ = f.set_len(4096);
+                        let _ = f.seek(SeekFrom::Start(0));
+                        let _ = f.write_all(&small);
+                    }
+                    // Swapped: a bigger trace, a FIFO, then the small trace again.
+                    let next = dir.join("next");
+                    std::fs::write(&next, &big).unwrap();
+                    std::fs::rename(&next, &path).unwrap();
+                    let fifo = dir.join("fifo");
+                    let _ = std::fs::remove_file(&fifo);
+                    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+                    if made.is_ok_and(|s| s.success()) {
+                        std::fs::rename(&fifo, &path).unwrap();
+                    }
+                    std::fs::write(&next, &small).unwrap();
+                    std::fs::rename(&next, &path).unwrap();
+                    rounds.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        };
+        let start = Instant::now();
+        let results = reads(&path, 2000, rounds.clone(), 200);
+        stop.store(true, Ordering::Relaxed);
+        rewriter.join().unwrap();
+        let rounds = rounds.load(Ordering::Relaxed);
+        let elapsed = start.elapsed();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let (mut whole, mut errors) = (0, 0);
+        for r in results {
+            match r {
+                Ok(d) => {
+                    // One file's data, read no further than the size it had: the big trace
+                    // whole, or the small one, where a read racing the in-place rewrite may see
+                    // the zeros the truncation left ahead of the writer (stale data, which the
+                    // reader cannot prevent), but never bytes of another file.
+                    assert!(d.len() <= big.len(), "read {} bytes", d.len());
+                    assert!(
+                        d == big || d.iter().all(|&b| b == 0x11 || b == 0),
+                        "a mix of two files ({} bytes: {} of 0x11, {} of 0x22)",
+                        d.len(),
+                        d.iter().filter(|&&b| b == 0x11).count(),
+                        d.iter().filter(|&&b| b == 0x22).count(),
+                    );
+                    whole += 1;
+                }
+                Err(e) => {
+                    assert!(
+                        e.contains("shrank") || e.contains("FIFO") || e.contains("No such file"),
+                        "{e}"
+                    );
+                    errors += 1;
+                }
+            }
+        }
+        assert!(rounds >= 200, "the rewriter ran only {rounds} rounds");
+        assert!(whole > 0, "no read succeeded");
+        eprintln!("{whole} reads, {errors} errors, {rounds} rewrites in {elapsed:?}");
     }
 }

@@ -25,7 +25,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Print the .sqtt_funcmap table of code objects.
+    /// Print and check the .sqtt_funcmap of code objects (the check of `sqtt-hipcc --check`).
     Funcmap(FuncmapArgs),
     /// Folded stacks (`frame;frame;... cycles`) on stdout, optionally an SVG flamegraph.
     Flamegraph(FlamegraphArgs),
@@ -45,12 +45,8 @@ enum Command {
 
 #[derive(Args)]
 struct FuncmapArgs {
-    /// Code object files.
-    #[arg(required = true)]
-    files: Vec<PathBuf>,
-    /// Demangle C++ names.
-    #[arg(long)]
-    demangle: bool,
+    #[command(flatten)]
+    check: sqtt_codeobj::check::CheckArgs,
 }
 
 #[derive(Args)]
@@ -197,33 +193,8 @@ fn warn(diag: &Diagnostics) {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Funcmap(a) => {
-            let mut out = std::io::stdout().lock();
-            let mut failed = 0;
-            for f in &a.files {
-                match sqtt_codeobj::read_path(f) {
-                    Ok(cos) if cos.is_empty() => {
-                        writeln!(out, "{}: no code objects", f.display())?;
-                    }
-                    Ok(cos) => {
-                        let name = f.display().to_string();
-                        for co in &cos {
-                            let text =
-                                sqtt_codeobj::table::render_code_object(&name, co, a.demangle);
-                            out.write_all(text.as_bytes())?;
-                        }
-                    }
-                    Err(e) => {
-                        eprintln!("sqtt: error: {e}");
-                        failed += 1;
-                    }
-                }
-            }
-            out.flush()?;
-            if failed > 0 {
-                anyhow::bail!("{failed} of {} files could not be read", a.files.len());
-            }
-        }
+        // Handled in `main`: the check has its own exit statuses.
+        Command::Funcmap(_) => unreachable!("sqtt funcmap runs from main"),
         Command::Flamegraph(a) => {
             let p = progress();
             let r = sqtt_tools::commands::flamegraph(&a.common.dir, &a.common.options(), &*p)?;
@@ -331,8 +302,28 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `sqtt funcmap`: the same code, options and exit statuses as `sqtt-hipcc --check`.
+fn funcmap(a: FuncmapArgs) -> ExitCode {
+    let code = match a.check.options() {
+        Ok(o) => sqtt_codeobj::check::run(
+            &o,
+            "sqtt funcmap",
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr().lock(),
+        ),
+        Err(e) => {
+            eprintln!("sqtt funcmap: error: {e}");
+            2
+        }
+    };
+    ExitCode::from(code as u8)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Funcmap(a) = cli.command {
+        return funcmap(a);
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         // A reader that stopped early (`sqtt flamegraph DIR | head`) is not an error.

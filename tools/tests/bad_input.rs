@@ -449,10 +449,13 @@ fn raw_trace_inputs_must_be_regular_files() {
             fifo.as_path(),
             "it is a FIFO (named pipe), not a regular file",
         ),
-        (Path::new("/dev/zero"), "it is a device, not a regular file"),
+        (
+            Path::new("/dev/zero"),
+            "it is a character device, not a regular file",
+        ),
         (
             Path::new("/proc/self/maps"),
-            "it is a file of the /proc or /sys pseudo file system, not a regular file",
+            "it is a file of the /proc pseudo file system, not a regular file",
         ),
         (dir.path(), "it is a directory, not a regular file"),
     ] {

@@ -136,8 +136,17 @@ fn funcmap_prints_tables_of_code_objects() {
     );
     assert!(out.contains("helper(float)  @ b.hip:1"), "{out}");
     assert!(out.contains("130"), "{out}");
+    // The check of `sqtt-hipcc --check`: a file that cannot be opened is exit 2, a bad
+    // requirement exit 1.
     let o = sqtt(&["funcmap", s(&dir.path().join("missing.out"))]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = sqtt(&["funcmap", s(&f1), "--require", "user:no_such_scope"]);
     assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("missing user:no_such_scope"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]
