@@ -26,8 +26,8 @@ void use_markers(unsigned int id) {
 }
 "#;
 
-const C_FUNCMAP: &str = "U:1:scope\nP:2:point\nP:3:data\nP:4:newer\nP:5:newer_data\n\
-R:3:extra_payload_count=1\nR:5:extra_payload_count=1";
+const C_FUNCMAP: &str = "U:1:scope\nP:2:point\nP:3:data\nR:3:extra_payload_count=1\n\
+P:4:newer\nP:5:newer_data\nR:5:extra_payload_count=1\n";
 
 /// No scope check, no reorder boundary: the bare records.
 const BARE: &[(&str, &str)] = &[("SQTT_SCOPE_CU", "-1"), ("SQTT_MEM_BARRIER", "none")];

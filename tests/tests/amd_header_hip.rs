@@ -29,8 +29,8 @@ extern "C" __global__ void amd_kernel(unsigned int value, unsigned int *out) {
 }
 "#;
 
-const AMD_FUNCMAP: &str = "K:amd_kernel\nU:1:outer\nU:2:inner\nP:3:point\nP:4:data\nU:5:newer\n\
-P:6:newer_data\nR:4:extra_payload_count=1\nR:6:extra_payload_count=1";
+const AMD_FUNCMAP: &str = "K:amd_kernel\nU:1:outer\nU:2:inner\nP:3:point\nP:4:data\n\
+R:4:extra_payload_count=1\nU:5:newer\nP:6:newer_data\nR:6:extra_payload_count=1";
 
 fn wrapper(dir: &Path) -> Command {
     let mut c = driver(dir);
