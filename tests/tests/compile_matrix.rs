@@ -37,7 +37,7 @@ int main() { return 0; }
 
 /// The funcmap of [`KERNEL`] (docs/format.md, sections 2 and 3).
 const FUNCMAP: &str = "K:_Z9my_kernelPfi\nU:1:load_phase\nU:2:compute_phase\n\
-P:3:work_value\nP:4:store_begin\nR:3:extra_payload_count=1";
+P:3:work_value\nR:3:extra_payload_count=1\nP:4:store_begin\n";
 
 /// The headers of [`KERNEL`]'s markers, in program order (docs/format.md, section 1): enter 1,
 /// exit 1 fused with enter 2, the data header 3, exit, point 4.
