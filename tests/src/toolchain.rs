@@ -453,6 +453,12 @@ pub fn objdump_instructions(dis: &str) -> Vec<String> {
 /// Runs the pass on LLVM IR with `opt -passes=sqtt` under the given `SQTT_*` variables (and no
 /// others from the test's environment).
 pub fn opt_sqtt(ir: &str, env: &[(&str, &str)]) -> Output {
+    opt_passes(ir, "sqtt", env)
+}
+
+/// Runs `opt -passes=PASSES -S` with the plugin loaded on LLVM IR, under the given `SQTT_*`
+/// variables (and no others from the test's environment).
+pub fn opt_passes(ir: &str, passes: &str, env: &[(&str, &str)]) -> Output {
     let dir = workdir();
     let input = dir.path().join("in.ll");
     std::fs::write(&input, ir).unwrap();
@@ -464,9 +470,33 @@ pub fn opt_sqtt(ir: &str, env: &[(&str, &str)]) -> Output {
     }
     c.envs(env.iter().copied())
         .arg(format!("-load-pass-plugin={}", plugin_path().display()))
-        .args(["-passes=sqtt", "-S"])
+        .arg(format!("-passes={passes}"))
+        .arg("-S")
         .arg(&input);
     run(&mut c)
+}
+
+/// The trace records of a disassembly (see [`objdump_instructions`]), in order: the immediate of
+/// `s_ttracedata_imm` in decimal, or the value last moved into M0 before an `s_ttracedata`
+/// (`s*` for a register).
+pub fn trace_record_values(insts: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut m0 = String::from("?");
+    for i in insts {
+        if let Some(v) = i.strip_prefix("s_mov_b32 m0, ") {
+            m0 = if v.starts_with('s') {
+                "s*".into()
+            } else {
+                v.to_string()
+            };
+        } else if let Some(v) = i.strip_prefix("s_ttracedata_imm ") {
+            let v = v.trim_start_matches("0x");
+            out.push(u32::from_str_radix(v, 16).unwrap().to_string());
+        } else if i == "s_ttracedata" {
+            out.push(m0.clone());
+        }
+    }
+    out
 }
 
 /// [`opt_sqtt`] that must succeed; returns the IR it printed.

@@ -66,28 +66,6 @@ fn c_compile(arch: &str, opt: &str, env: &[(&str, &str)], extra: &[&str]) -> (St
     (std::fs::read_to_string(&out).unwrap(), err)
 }
 
-/// The trace records of a function, in order: the immediate of `s_ttracedata_imm`, the value
-/// moved into M0 before `s_ttracedata` (`s*` for a register).
-pub fn records(insts: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut m0 = String::from("?");
-    for i in insts {
-        if let Some(v) = i.strip_prefix("s_mov_b32 m0, ") {
-            m0 = if v.starts_with('s') {
-                "s*".into()
-            } else {
-                v.to_string()
-            };
-        } else if let Some(v) = i.strip_prefix("s_ttracedata_imm ") {
-            let v = v.trim_start_matches("0x");
-            out.push(u32::from_str_radix(v, 16).unwrap().to_string());
-        } else if i == "s_ttracedata" {
-            out.push(m0.clone());
-        }
-    }
-    out
-}
-
 #[test]
 fn c_device_code_with_the_amd_api_is_resolved_by_the_plugin() {
     for arch in ["gfx90a", "gfx1030"] {
@@ -100,7 +78,12 @@ fn c_device_code_with_the_amd_api_is_resolved_by_the_plugin() {
         let want = [
             "6", "8", "12", "s*", "s*", "14", "1", "16", "20", "s*", "22", "1", "1", "1",
         ];
-        assert_eq!(records(&insts), want, "{arch}:\n{}", insts.join("\n"));
+        assert_eq!(
+            trace_record_values(&insts),
+            want,
+            "{arch}:\n{}",
+            insts.join("\n")
+        );
         // Nothing of the API is left to link against.
         assert!(
             !asm.contains("sqtt_marker_"),
@@ -115,7 +98,12 @@ fn c_device_code_at_o0_gets_the_same_funcmap() {
     let (asm, _) = c_compile("gfx1030", "-O0", BARE, &["-DAMD_SQTT_MARKER_ENABLE=1"]);
     assert_eq!(funcmap_from_asm(&asm).as_deref(), Some(C_FUNCMAP));
     let insts = function_instructions(&asm, "use_markers");
-    assert_eq!(records(&insts).len(), 14, "{}", insts.join("\n"));
+    assert_eq!(
+        trace_record_values(&insts).len(),
+        14,
+        "{}",
+        insts.join("\n")
+    );
     // No sentinel left to call (every name resolved through -O0's allocas).
     assert!(
         !asm.contains("sqtt_marker_") && !asm.contains("__sqtt_named_marker"),
@@ -165,5 +153,10 @@ fn the_id_markers_work_without_the_plugin() {
             .arg(&src),
     );
     let insts = function_instructions(&asm, "ids");
-    assert_eq!(records(&insts), ["38", "16", "1"], "{}", insts.join("\n"));
+    assert_eq!(
+        trace_record_values(&insts),
+        ["38", "16", "1"],
+        "{}",
+        insts.join("\n")
+    );
 }

@@ -68,27 +68,6 @@ fn build(dir: &Path, src: &str, arch: &str, extra: &[&str]) -> (Option<String>, 
     (map, insts)
 }
 
-/// The values of the trace records in order (`s*` for a register), as in amd_header_c.rs.
-fn records(insts: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut m0 = String::from("?");
-    for i in insts {
-        if let Some(v) = i.strip_prefix("s_mov_b32 m0, ") {
-            m0 = if v.starts_with('s') {
-                "s*".into()
-            } else {
-                v.to_string()
-            };
-        } else if let Some(v) = i.strip_prefix("s_ttracedata_imm ") {
-            let v = v.trim_start_matches("0x");
-            out.push(u32::from_str_radix(v, 16).unwrap().to_string());
-        } else if i == "s_ttracedata" {
-            out.push(m0.clone());
-        }
-    }
-    out
-}
-
 #[test]
 fn amd_header_code_builds_unchanged_through_sqtt_hipcc() {
     let d = workdir();
@@ -101,7 +80,12 @@ fn amd_header_code_builds_unchanged_through_sqtt_hipcc() {
         let want = [
             "6", "11", "12", "16", "s*", "28", "38", "1", "22", "24", "s*", "1", "1",
         ];
-        assert_eq!(records(&insts), want, "{arch}:\n{}", insts.join("\n"));
+        assert_eq!(
+            trace_record_values(&insts),
+            want,
+            "{arch}:\n{}",
+            insts.join("\n")
+        );
         // AMD's own build line works as it is.
         let (map, _) = build(d.path(), AMD_KERNEL, arch, &["-DAMD_SQTT_MARKER_ENABLE=1"]);
         assert_eq!(map.as_deref(), Some(AMD_FUNCMAP), "{arch}");
@@ -114,7 +98,11 @@ fn amd_header_code_builds_unchanged_through_sqtt_hipcc() {
         &["-DAMD_SQTT_MARKER_ENABLE=0"],
     );
     assert_eq!(map.as_deref(), Some("K:amd_kernel"));
-    assert!(records(&insts).is_empty(), "{}", insts.join("\n"));
+    assert!(
+        trace_record_values(&insts).is_empty(),
+        "{}",
+        insts.join("\n")
+    );
 }
 
 #[test]
@@ -142,7 +130,7 @@ __global__ void both(unsigned int v, unsigned int *out) {
         Some("K:_Z4bothjPj\nU:1:ours\nU:2:theirs\nP:3:ours_data\nR:3:extra_payload_count=1")
     );
     assert_eq!(
-        records(&insts),
+        trace_record_values(&insts),
         ["6", "10", "12", "16", "12", "s*", "1", "1"],
         "{}",
         insts.join("\n")

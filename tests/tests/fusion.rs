@@ -3,8 +3,6 @@
 //! timed where the code left the scope. IR in, `opt` with the plugin (the late phase alone, as at
 //! -O0, and both phases), the IR and the ISA from `llc` checked.
 
-use std::process::Command;
-
 use sqtt_e2e::toolchain::*;
 
 const ENV: &[(&str, &str)] = &[("SQTT_SCOPE_CU", "-1"), ("SQTT_MEM_BARRIER", "none")];
@@ -83,22 +81,13 @@ const CASES: &[Case] = &[
 
 /// `opt -passes=PASSES` with the plugin.
 fn opt(ir: &str, passes: &str) -> String {
-    let dir = workdir();
-    let input = dir.path().join("in.ll");
-    std::fs::write(&input, ir).unwrap();
-    let mut c = Command::new(llvm_tool("opt"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("SQTT_") && k != "SQTT_PLUGIN" {
-            c.env_remove(k);
-        }
-    }
-    run_ok(
-        c.envs(ENV.iter().copied())
-            .arg(format!("-load-pass-plugin={}", plugin_path().display()))
-            .arg(format!("-passes={passes}"))
-            .arg("-S")
-            .arg(&input),
-    )
+    let o = opt_passes(ir, passes, ENV);
+    assert!(
+        o.status.success(),
+        "opt failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
 }
 
 /// The marker values of a disassembly, in order: `s_ttracedata_imm V`, or the `s_mov_b32 m0, V`
