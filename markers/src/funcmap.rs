@@ -449,10 +449,12 @@ fn split_source_loc(kind: EntryKind, rest: &str) -> (String, Option<String>) {
     };
     if splits {
         if let Some((n, loc)) = rest.split_once('@') {
-            return (
-                n.to_string(),
-                Some(loc.to_string()).filter(|l| !l.is_empty()),
-            );
+            if loc.is_empty() {
+                // `name\r@` ends the row at the name once the empty location goes: its `\r` is a
+                // line ending like any other (printing writes `name\r\n`, read back as `name`).
+                return (n.trim_end_matches('\r').to_string(), None);
+            }
+            return (n.to_string(), Some(loc.to_string()));
         }
     }
     (rest.to_string(), None)

@@ -234,6 +234,8 @@ fn print_then_parse_is_a_round_trip() {
         "M:shader_clock_bits=x\nK:k@a.hip:1\n",
         "M:garbage\nM:shader_clock_bits=12;shader_clock_shift=4\nW:32\nU:1:u\n",
         "K:name\r\r\nF:1:f@a.hip:2\r\r\r\nU:2:user\r\n",
+        // An empty location after a `\r` (found by the funcmap fuzz target).
+        "K:name\r@\nF:1:f\r\r@\r\nK:k\r@loc\n",
         "W:64\nK:_Z1kv@k.hip:10\nF:1:_Z1fv@k.hip:3\nP:4:barrier\nR:4:extra_payload_count=2\n",
     ] {
         let a = Funcmap::parse_str(text).unwrap();
@@ -254,6 +256,8 @@ fn print_then_parse_is_a_round_trip() {
     );
     assert_eq!(Funcmap::parse_str(&printed).unwrap().to_string(), printed);
     let k = Funcmap::parse_str("K:name\r\r\n").unwrap();
+    assert_eq!(k.entries[0].name, "name");
+    let k = Funcmap::parse_str("K:name\r@\n").unwrap();
     assert_eq!(k.entries[0].name, "name");
 }
 
