@@ -77,7 +77,14 @@ for cpu in "$@"; do
       lane_check_grep "$n: MMRA-tagged workgroup fence" "$WORK/$cpu-named-unfiltered.ll" \
         'fence syncscope\("workgroup"\) acq_rel, !mmra'
     else
-      lane_check_grep "$n: LDS wait of the fence boundary" "$s" "$(lds_wait_of "$cpu")"
+      case $cpu in
+      gfx12*)
+        # The fixture has no LDS operation, so the LLVM < 19 fence keeps no LDS wait (gfx12 counts
+        # LDS apart from scalar loads; tests/tests/marker_cost.rs covers a marker after LDS).
+        lane_check_grep "$n: no LDS wait with no LDS operation in flight" "$s" 's_wait_dscnt' 0 ;;
+      *)
+        lane_check_grep "$n: LDS wait of the fence boundary" "$s" "$(lds_wait_of "$cpu")" ;;
+      esac
     fi
     lane_check_grep "$n: no cache invalidation" "$s" '(global|buffer)_(inv|wbinvl1)|buffer_gl[01]_inv' 0
     lane_check_funcmap "$n" "$IR_OBJCOPY" "$WORK/$cpu-named-unfiltered.o" "$IR_FUNCMAP"
