@@ -18,5 +18,6 @@ pub mod output;
 pub mod perfetto;
 pub mod shaderdata;
 pub mod stats;
+pub mod thread_trace;
 
 pub use error::Error;
