@@ -1,5 +1,6 @@
-//! The `sqtt waves`, `sqtt clock` and `sqtt thread-trace` subcommands over `sqtt_thread_trace`: clap argument structs
-//! and the functions that run them, for the `sqtt` binary to wire in.
+//! The `sqtt waves`, `sqtt clock` and `sqtt thread-trace` subcommands over the
+//! `sqtt_thread_trace` library: clap argument structs and the functions that run them, for the
+//! `sqtt` binary to wire in (kept here so that library needs neither clap nor anyhow).
 //!
 //! Usage errors (a bad option value, a GPU shape or program the library refuses) are
 //! [`UsageError`]s, which [`exit_code`] maps to 2; other failures (an unreadable file) to 1.
