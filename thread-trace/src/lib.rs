@@ -11,9 +11,8 @@
 //! - Decoding: [`waves()`] pairs the starts and ends of one engine's trace into waves, and
 //!   [`clock`] maps its shader time to the GPU clock through its realtime markers. The
 //!   decoders themselves are in [`decode`]; [`synth`] writes synthetic streams.
-//! - [`cli`]: the `sqtt waves`, `sqtt clock` and `sqtt thread-trace` subcommands.
+//! - The `sqtt waves`, `sqtt clock` and `sqtt thread-trace` subcommands are in the `sqtt-tools` crate.
 
-pub mod cli;
 pub mod decode;
 pub mod gpu;
 pub mod pm4;

@@ -4,7 +4,8 @@
 //! [`input`] finds the files of an output directory, [`shaderdata`] streams its records,
 //! [`engine`] turns them into scope, point and address events per wave, and the sinks
 //! [`flamegraph`], [`perfetto`] and [`memory`] make the outputs; [`commands`] runs them as the
-//! binary's subcommands do.
+//! binary's subcommands do. [`thread_trace`] holds the `waves`, `clock` and `thread-trace`
+//! subcommands over the `sqtt-thread-trace` library.
 
 pub mod codeobj;
 pub mod commands;
@@ -18,5 +19,6 @@ pub mod output;
 pub mod perfetto;
 pub mod shaderdata;
 pub mod stats;
+pub mod thread_trace;
 
 pub use error::Error;

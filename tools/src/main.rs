@@ -7,10 +7,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use sqtt_thread_trace::cli as tt;
 use sqtt_tools::diag::{Diagnostics, NoProgress, Progress};
 use sqtt_tools::engine::Options;
 use sqtt_tools::output::AtomicFile;
+use sqtt_tools::thread_trace as tt;
 
 #[derive(Parser)]
 #[command(

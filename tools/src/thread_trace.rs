@@ -1,5 +1,6 @@
-//! The `sqtt waves`, `sqtt clock` and `sqtt thread-trace` subcommands: clap argument structs
-//! and the functions that run them, for the `sqtt` binary to wire in.
+//! The `sqtt waves`, `sqtt clock` and `sqtt thread-trace` subcommands over the
+//! `sqtt_thread_trace` library: clap argument structs and the functions that run them, for the
+//! `sqtt` binary to wire in (kept here so that library needs neither clap nor anyhow).
 //!
 //! Usage errors (a bad option value, a GPU shape or program the library refuses) are
 //! [`UsageError`]s, which [`exit_code`] maps to 2; other failures (an unreadable file) to 1.
@@ -12,9 +13,9 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use crate::decode::header_layout;
-use crate::gpu::{builtin, builtin_names, GcVersion, Generation, Gpu, Shape, Wgps};
-use crate::{pm4, program, waves};
+use sqtt_thread_trace::decode::header_layout;
+use sqtt_thread_trace::gpu::{builtin, builtin_names, GcVersion, Generation, Gpu, Shape, Wgps};
+use sqtt_thread_trace::{pm4, program, waves};
 
 /// An error in how the command was used: exit status 2.
 #[derive(Debug)]
@@ -400,7 +401,11 @@ pub enum ThreadTraceAction {
     },
 }
 
-fn print_program(family: crate::Family, words: &[u32], out: &mut dyn Write) -> Result<()> {
+fn print_program(
+    family: sqtt_thread_trace::Family,
+    words: &[u32],
+    out: &mut dyn Write,
+) -> Result<()> {
     let packets = pm4::read(words)
         .map_err(|at| anyhow::anyhow!("word {at} does not start a whole packet"))?;
     for p in &packets {
@@ -421,11 +426,11 @@ fn print_program(family: crate::Family, words: &[u32], out: &mut dyn Write) -> R
 }
 
 /// A program refused for the GPU's shape, naming the options that made it.
-fn shape_error(gpu: &GpuArgs, e: crate::Error) -> anyhow::Error {
+fn shape_error(gpu: &GpuArgs, e: sqtt_thread_trace::Error) -> anyhow::Error {
     let option = match e {
-        crate::Error::MissingRegister { .. } if gpu.gc.is_some() => "--gc",
-        crate::Error::Unaddressable { what: "dies", .. } => "--dies",
-        crate::Error::Unaddressable { .. } => "--engines",
+        sqtt_thread_trace::Error::MissingRegister { .. } if gpu.gc.is_some() => "--gc",
+        sqtt_thread_trace::Error::Unaddressable { what: "dies", .. } => "--dies",
+        sqtt_thread_trace::Error::Unaddressable { .. } => "--engines",
         _ => "--gpu",
     };
     usage(format!("{option}: {e}"))
@@ -438,9 +443,11 @@ pub fn run_thread_trace(args: &ThreadTraceArgs, out: &mut dyn Write) -> Result<(
             let s = gpu.shape()?;
             let w = gpu.wgps(&s)?;
             let words = program::start(&s.gpu, &w, *size, *address).map_err(|e| match e {
-                crate::Error::Size { .. } => usage(format!("--size: {e}")),
-                crate::Error::Misaligned { .. } => usage(format!("--address: {e}")),
-                crate::Error::AddressRange { .. } => usage(format!("--address/--size: {e}")),
+                sqtt_thread_trace::Error::Size { .. } => usage(format!("--size: {e}")),
+                sqtt_thread_trace::Error::Misaligned { .. } => usage(format!("--address: {e}")),
+                sqtt_thread_trace::Error::AddressRange { .. } => {
+                    usage(format!("--address/--size: {e}"))
+                }
                 e => shape_error(gpu, e),
             })?;
             (s, words)
@@ -449,7 +456,7 @@ pub fn run_thread_trace(args: &ThreadTraceArgs, out: &mut dyn Write) -> Result<(
             let s = gpu.shape()?;
             let w = gpu.wgps(&s)?;
             let words = program::stop(&s.gpu, &w, *address).map_err(|e| match e {
-                crate::Error::Misaligned { .. } => usage(format!("--address: {e}")),
+                sqtt_thread_trace::Error::Misaligned { .. } => usage(format!("--address: {e}")),
                 e => shape_error(gpu, e),
             })?;
             (s, words)
