@@ -110,7 +110,8 @@ fn classify(i: Value, which: AddressTrace) -> Option<TracedOp> {
     if i.is_atomic_rmw() || i.is_cmpxchg() {
         return by_space(i.operand(0), Category::Atomic, Category::LdsAtomic);
     }
-    let name = i.called_function()?.name_ref();
+    let callee = i.called_function()?;
+    let name = callee.name_ref();
     let rest = name.strip_prefix("llvm.amdgcn.")?;
     if rest == "ds.permute" && which.lds {
         return Some(op(Category::Permute, i.arg(0)));
@@ -318,7 +319,8 @@ fn lane_loop(
     let cont = term.successor(0);
     let body = insert_block_after(pre, "sqtt.lanes");
     let exit = insert_block_after(body, "sqtt.lanes.end");
-    term.erase();
+    // SAFETY: nothing uses this handle (or a name borrowed from it) after this.
+    unsafe { term.erase() };
     let bp = m.builder();
     bp.position_at_end(pre);
     bp.br(body);

@@ -268,8 +268,10 @@ fn resolve_named(m: Module, ledger: &mut EarlyLedger, settings: &Settings, f: Va
                     ledger.named(EarlyKind::Scope, &c.name);
                     let key = ledger.named(EarlyKind::Scope, &next.name);
                     bare_marker(m, ledger, next.inst, key, Role::ExitEnter);
-                    c.inst.erase();
-                    next.inst.erase();
+                    // SAFETY: nothing uses this handle (or a name borrowed from it) after this.
+                    unsafe { c.inst.erase() };
+                    // SAFETY: nothing uses this handle (or a name borrowed from it) after this.
+                    unsafe { next.inst.erase() };
                     i += 2;
                     continue;
                 }
@@ -281,12 +283,14 @@ fn resolve_named(m: Module, ledger: &mut EarlyLedger, settings: &Settings, f: Va
                         Role::Exit
                     };
                     bare_marker(m, ledger, c.inst, key, role);
-                    c.inst.erase();
+                    // SAFETY: nothing uses this handle (or a name borrowed from it) after this.
+                    unsafe { c.inst.erase() };
                 }
                 Sentinel::Point => {
                     let key = ledger.named(EarlyKind::Point, &c.name);
                     bare_marker(m, ledger, c.inst, key, Role::Point);
-                    c.inst.erase();
+                    // SAFETY: nothing uses this handle (or a name borrowed from it) after this.
+                    unsafe { c.inst.erase() };
                 }
                 Sentinel::Data => {
                     if settings.clock_packing() {
@@ -303,7 +307,8 @@ fn resolve_named(m: Module, ledger: &mut EarlyLedger, settings: &Settings, f: Va
                         Role::Point,
                         Some(c.inst.arg(1)),
                     );
-                    c.inst.erase();
+                    // SAFETY: nothing uses this handle (or a name borrowed from it) after this.
+                    unsafe { c.inst.erase() };
                 }
             }
             i += 1;

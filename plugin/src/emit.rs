@@ -145,7 +145,8 @@ impl<'s> Emitter<'s> {
                     b.set_debug_loc(i.debug_loc());
                     let ty = m.fn_type(m.void(), &[]);
                     self.tag(b.call(ty, m.inline_asm(ty, "", "~{memory}"), &[]));
-                    i.erase();
+                    // SAFETY: nothing uses this handle (or a name borrowed from it) after this.
+                    unsafe { i.erase() };
                     continue;
                 }
                 pending = self.lds_step(pending, i, &is_wait);

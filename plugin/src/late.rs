@@ -120,7 +120,8 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
     markers.retain(|mk| {
         let drop = below.contains(&mk.key);
         if drop {
-            mk.inst.erase();
+            // SAFETY: nothing uses this handle (or a name borrowed from it) after this.
+            unsafe { mk.inst.erase() };
         }
         !drop
     });
@@ -230,7 +231,8 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
         );
     }
     for mk in &markers {
-        mk.inst.erase();
+        // SAFETY: nothing uses this handle (or a name borrowed from it) after this.
+        unsafe { mk.inst.erase() };
     }
     numeric::wrap_numeric_markers(m, &emitter, &mut scopes)?;
     named::resolve(&emitter, &mut ids, &mut scopes, named_calls)?;

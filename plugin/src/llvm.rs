@@ -1,9 +1,11 @@
 //! The binding layer: the only module that touches llvm-sys and the C++ shim.
-#![allow(dead_code)] // helpers used by the automatic instrumentation still to come
 //!
 //! Small copyable handles over LLVM-C references. Everything here is valid only while the module
 //! being transformed is alive, which is the whole run of one pass; the pass never keeps handles
-//! across runs.
+//! across runs. Within a run the only operations that free IR are `Value::erase` and
+//! `Value::delete_function`, and they are `unsafe fn`: their callers promise that no copy of the
+//! handle, and no name borrowed from it (`Value::name_ref` borrows from the handle), is used
+//! afterwards. Every other function here is safe to call on a live handle.
 
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_uint};
@@ -137,9 +139,6 @@ impl Module {
         (!g.is_null()).then_some(Value(g))
     }
 
-    pub fn i1(self) -> Type {
-        Type(unsafe { LLVMInt1TypeInContext(self.ctx()) })
-    }
     pub fn i16(self) -> Type {
         Type(unsafe { LLVMInt16TypeInContext(self.ctx()) })
     }
@@ -303,16 +302,13 @@ impl Module {
 }
 
 impl Value {
-    pub fn raw(self) -> LLVMValueRef {
-        self.0
-    }
-
     pub fn name(self) -> String {
         self.name_ref().to_string()
     }
 
-    /// The name without copying it. Valid while the value is (the pass never keeps it longer).
-    pub fn name_ref<'a>(self) -> &'a str {
+    /// The name without copying it, borrowed from this handle: the value must not be erased or
+    /// deleted while the name is in use (`erase` and `delete_function` are `unsafe` for that).
+    pub fn name_ref(&self) -> &str {
         let mut len = 0usize;
         let p = unsafe { LLVMGetValueName2(self.0, &mut len) };
         if p.is_null() {
@@ -453,12 +449,21 @@ impl Value {
         (!n.is_null()).then_some(Value(n))
     }
 
-    pub fn erase(self) {
+    /// Erases the instruction from its block and frees it.
+    ///
+    /// # Safety
+    /// No handle to the instruction (or name borrowed from one) may be used afterwards: handles
+    /// are plain copies of LLVM's pointer and cannot know it is gone.
+    pub unsafe fn erase(self) {
         unsafe { LLVMInstructionEraseFromParent(self.0) }
     }
 
     /// Deletes a function (a declaration nothing uses any more) from its module.
-    pub fn delete_function(self) {
+    ///
+    /// # Safety
+    /// As for [`Value::erase`]: no handle to the function or name borrowed from it may be used
+    /// afterwards.
+    pub unsafe fn delete_function(self) {
         unsafe { LLVMDeleteFunction(self.0) }
     }
 
@@ -520,16 +525,6 @@ impl Value {
     /// Attaches metadata to a global (a function's `!name` attachment).
     pub fn set_global_metadata(self, kind: c_uint, node: LLVMMetadataRef) {
         unsafe { sys::core::LLVMGlobalSetMetadata(self.0, kind, node) }
-    }
-
-    /// Whether the function has a string or enum attribute `name` (e.g. `alwaysinline`).
-    pub fn has_fn_attribute(self, name: &str) -> bool {
-        unsafe {
-            let kind = LLVMGetEnumAttributeKindForName(name.as_ptr() as *const c_char, name.len());
-            kind != 0
-                && !LLVMGetEnumAttributeAtIndex(self.0, sys::LLVMAttributeFunctionIndex, kind)
-                    .is_null()
-        }
     }
 
     pub fn metadata(self, kind: c_uint) -> Option<LLVMValueRef> {
@@ -720,10 +715,6 @@ impl Block {
     pub fn first_insertion_point(self) -> Option<Value> {
         let v = unsafe { sqtt_shim_first_insertion_point(self.0) };
         (!v.is_null()).then_some(Value(v))
-    }
-
-    pub fn raw(self) -> LLVMBasicBlockRef {
-        self.0
     }
 }
 

@@ -38,7 +38,8 @@ pub fn classify(i: Value) -> Option<MemKind> {
     if i.is_atomic_rmw() || i.is_cmpxchg() {
         return is_vmem_space(i.operand(0)).then_some(MemKind::Store);
     }
-    let name = i.called_function()?.name_ref();
+    let callee = i.called_function()?;
+    let name = callee.name_ref();
     let rest = name.strip_prefix("llvm.amdgcn.")?;
     let buffer = [
         "raw.buffer.",

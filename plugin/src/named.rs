@@ -53,7 +53,8 @@ impl Sentinel {
 pub fn drop_unused_sentinels(m: Module) {
     for f in m.functions() {
         if Sentinel::of(f).is_some() && !f.has_uses() {
-            f.delete_function();
+            // SAFETY: nothing uses this handle (or a name borrowed from it) after this.
+            unsafe { f.delete_function() };
         }
     }
 }
@@ -159,7 +160,8 @@ pub enum BarrierOp {
 }
 
 pub fn is_barrier_intrinsic(i: Value) -> Option<BarrierOp> {
-    let n = i.called_function()?.name_ref();
+    let callee = i.called_function()?;
+    let n = callee.name_ref();
     if n == "llvm.amdgcn.s.barrier" {
         Some(BarrierOp::Full)
     } else if n.starts_with("llvm.amdgcn.s.barrier.signal") {
@@ -387,7 +389,8 @@ pub fn resolve(
                 };
                 place_marker(m, emitter, scopes, f, &target, At::Replacing(at), &records);
                 for e in erase {
-                    e.erase();
+                    // SAFETY: nothing uses this handle (or a name borrowed from it) after this.
+                    unsafe { e.erase() };
                 }
             }
         }

@@ -53,7 +53,8 @@ pub fn wrap_numeric_markers(
             let before = is_header_sched_barrier(emitter, call.prev());
             let after = is_header_sched_barrier(emitter, call.next());
             for dead in [before, after].into_iter().flatten() {
-                dead.erase();
+                // SAFETY: nothing uses this handle (or a name borrowed from it) after this.
+                unsafe { dead.erase() };
             }
             place_marker(
                 m,
@@ -64,7 +65,8 @@ pub fn wrap_numeric_markers(
                 At::Replacing(call),
                 &[record],
             );
-            call.erase();
+            // SAFETY: nothing uses this handle (or a name borrowed from it) after this.
+            unsafe { call.erase() };
         }
     }
     Ok(())

@@ -144,7 +144,8 @@ pub fn guard_before(m: Module, at: Value, in_scope: Value) -> (Builder, Value) {
     let skip = at.split_block_before("sqtt.skip");
     // splitBasicBlock ended `head` with `br label %sqtt.skip`; replace it with the guard.
     if let Some(br) = head.terminator() {
-        br.erase();
+        // SAFETY: nothing uses this handle (or a name borrowed from it) after this.
+        unsafe { br.erase() };
     }
     let trace = insert_block_after(head, "sqtt.trace");
     let b = m.builder();
