@@ -13,6 +13,8 @@ use crate::diag::{kind, Diagnostics};
 use crate::engine::{Marker, Names, ScopeOp, Sink, Wave};
 
 const FEW: usize = 8;
+/// Entries of [`Flamegraph::memo`] (a power of two).
+const CHILD_MEMO: usize = 4096;
 
 /// Stack trie with cycle weights.
 #[derive(Debug, Default)]
@@ -24,6 +26,8 @@ pub struct Flamegraph {
     kids: Vec<Vec<(u32, u32)>>,
     /// (parent, frame) -> child, for nodes with many children.
     children: FxHashMap<(u32, u32), u32>,
+    /// A direct-mapped memo in front of both: `((parent << 32) | frame, child + 1)`, 0 empty.
+    memo: Vec<(u64, u32)>,
     slots: Vec<FState>,
     pub unmatched_enter: u64,
     pub unmatched_exit: u64,
@@ -44,11 +48,27 @@ impl Flamegraph {
             nodes: vec![(0, u32::MAX)],
             weights: vec![0],
             kids: vec![Vec::new()],
+            memo: vec![(0, 0); CHILD_MEMO],
             ..Default::default()
         }
     }
 
     fn child(&mut self, parent: u32, frame: u32) -> u32 {
+        let key = (u64::from(parent) << 32) | u64::from(frame);
+        let line = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize & (CHILD_MEMO - 1);
+        if let Some(&(k, c)) = self.memo.get(line) {
+            if c != 0 && k == key {
+                return c - 1;
+            }
+        }
+        let c = self.child_slow(parent, frame);
+        if let Some(m) = self.memo.get_mut(line) {
+            *m = (key, c.wrapping_add(1));
+        }
+        c
+    }
+
+    fn child_slow(&mut self, parent: u32, frame: u32) -> u32 {
         let kids = &self.kids[parent as usize];
         if kids.len() <= FEW {
             if let Some((_, c)) = kids.iter().find(|(f, _)| *f == frame) {
