@@ -12,9 +12,11 @@
 #
 # Usage:
 #   ci/bench-pass.sh [ARCH...]     this toolchain (HIPCC, default hipcc), default arches gfx90a
-#                                  gfx1030 (gfx90a gfx1100 on LLVM 19+)
+#                                  gfx1030 (gfx942 gfx1100 on LLVM 19+: the device libraries of
+#                                  Debian sid's hipcc have no gfx90a/gfx1030)
 #   ci/bench-pass.sh --lanes       bookworm's hipcc 5.2.3 (LLVM 15) here, then Debian sid's
-#                                  hipcc 7.0.2 (LLVM 21) through ci/sid-lane.sh, side by side
+#                                  hipcc 7.0.2 (LLVM 21) through ci/sid-lane.sh, side by side;
+#                                  installs sid's librocprim-dev into the sid chroot (cached)
 # Settings: HIPCC; PLUGIN (after; default: SQTT_PLUGIN in a lane, else built from this tree);
 # BEFORE_PLUGIN (default: built from BEFORE_REF, default 0cdd586, the last commit before shared
 # scope checks and reduced waits, into target/bench-before; SID_BEFORE_PLUGIN, a path inside the
@@ -40,12 +42,12 @@ if [ "${1:-}" = --lanes ]; then
     rm -rf "$src" && mkdir -p "$src"
     git archive "$BEFORE_REF" | tar -x -C "$src"
   fi
-  # The sid chroot has no rocPRIM package: this host's headers (header-only) go in by -I.
-  rm -rf "$OUT/include" && mkdir -p "$OUT/include"
-  cp -r /usr/include/rocprim "$OUT/include/"
-  bash ci/sid-lane.sh -- env BENCH_INCLUDE="/src/$OUT/include" \
-    ${SID_BEFORE_PLUGIN:+BEFORE_PLUGIN="$SID_BEFORE_PLUGIN"} bash ci/bench-pass.sh --rows "$@" \
-    >>"$rows"
+  # Bookworm's rocPRIM 5.3 headers do not compile under hipcc 7: sid's own librocprim-dev (6.4)
+  # goes into the cached chroot, once, through the lane's apt step (time-limited by
+  # SQTT_NET_TIMEOUT); the CI lanes themselves do not install it.
+  SQTT_LANE_EXTRA_PACKAGES="librocprim-dev ${SQTT_LANE_EXTRA_PACKAGES:-}" \
+    bash ci/sid-lane.sh -- env ${SID_BEFORE_PLUGIN:+BEFORE_PLUGIN="$SID_BEFORE_PLUGIN"} \
+    bash ci/bench-pass.sh --rows "$@" >>"$rows"
   bash ci/bench-pass.sh --print "$rows"
   exit 0
 fi
@@ -78,7 +80,7 @@ fi
 if [ $# -gt 0 ]; then
   ARCHES=("$@")
 elif [ "$MAJOR" -ge 19 ]; then
-  ARCHES=(gfx90a gfx1100)
+  ARCHES=(gfx942 gfx1100)
 else
   ARCHES=(gfx90a gfx1030)
 fi
@@ -110,8 +112,6 @@ fi
 OBJDUMP=${OBJDUMP:-$(command -v "llvm-objdump-$MAJOR" || command -v llvm-objdump)}
 export SQTT_INSTRUMENT_FUNCTIONS=cost:50 SQTT_INSTRUMENT_BARRIERS=1 SQTT_INSTRUMENT_MEMORY=2:5 \
   SQTT_SCOPE_CU=0x1 SQTT_SCOPE_SIMD=0x1
-extra=()
-[ -n "${BENCH_INCLUDE:-}" ] && extra=(-isystem "$BENCH_INCLUDE")
 
 now() { date +%s.%N; }
 calc() { awk "BEGIN { printf \"%.6f\", $1 }"; } # no bc in the chroots
@@ -133,7 +133,7 @@ count() {
 row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@"; }
 for arch in "${ARCHES[@]}"; do
   common=(-std=c++17 --offload-arch="$arch" --cuda-device-only -c --no-gpu-bundle-output
-    -Wno-unused-result "${extra[@]}" "$SRC")
+    -Wno-unused-result "$SRC")
   declare -A times=() shares=() res=()
   for _ in $(seq "$RUNS"); do
     # Alternating, so that a busy moment on the machine hits every configuration alike.

@@ -15,7 +15,10 @@
 # Settings: SQTT_LANE_SUITE (sid | experimental), SQTT_SID_ROOT (default /var/cache/sqtt-sid),
 # SQTT_EXPERIMENTAL_ROOT (default /var/cache/sqtt-experimental), SQTT_DEBIAN_MIRROR,
 # SQTT_NET_TIMEOUT (seconds per network step, default 900), SQTT_BUILD_TIMEOUT (default 1500),
-# CARGO_BUILD_JOBS (default 2). Needs root (debootstrap, chroot, mount namespaces).
+# CARGO_BUILD_JOBS (default 2), SQTT_LANE_EXTRA_PACKAGES (space-separated packages of the suite
+# installed into the chroot on top of the lane's own, once, and kept: for callers outside the CI
+# lanes such as ci/bench-pass.sh's librocprim-dev). Needs root (debootstrap, chroot, mount
+# namespaces).
 set -euo pipefail
 
 SUITE=${SQTT_LANE_SUITE:-sid}
@@ -39,6 +42,8 @@ source "$REPO/ci/chroot.sh"
 PACKAGES=(hipcc libamdhip64-dev "clang-$MAJOR" "llvm-$MAJOR" "llvm-$MAJOR-dev" "lld-$MAJOR"
   "clang-tools-$MAJOR" "rocm-device-libs-$MAJOR" "libclang-rt-$MAJOR-dev" g++ cmake ninja-build
   ca-certificates)
+# shellcheck disable=SC2206 # a word list on purpose
+PACKAGES+=(${SQTT_LANE_EXTRA_PACKAGES:-})
 
 INNER_ARGS=()
 case "${1:-}" in
