@@ -237,11 +237,12 @@ fn scope_filter_activity() {
     assert!(!Scope::filters(0xFFFF, 4));
 }
 
+/// The generated example (the checked-in file is compared with it below) sets every key to its
+/// default.
 #[test]
 fn the_example_file_holds_every_key_at_its_default() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sqtt.toml.example");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let s = Settings::from_toml_str(&text, &path).unwrap();
+    let text = docs::toml_example();
+    let s = Settings::from_toml_str(&text, Path::new("sqtt.toml.example")).unwrap();
     assert_eq!(s, Settings::default());
     for key in SETTINGS.iter().map(|row| row.key) {
         let bare = key.trim_start_matches("scope.");
@@ -591,12 +592,12 @@ fn every_row_is_named_once_and_reads_back_its_own_text() {
 #[test]
 fn every_row_refuses_bad_values_by_name_in_every_place() {
     for row in SETTINGS {
-        if row.toml == setting::Toml::Path {
-            continue; // any text is a path
+        // Any text is a path.
+        if row.toml != setting::Toml::Path {
+            let err = Settings::from_env(env(&[(row.var, "\u{1}bad")])).unwrap_err();
+            assert!(err.to_string().contains(row.var), "{err}");
+            assert!(err.to_string().contains(row.forms), "{err}");
         }
-        let err = Settings::from_env(env(&[(row.var, "\u{1}bad")])).unwrap_err();
-        assert!(err.to_string().contains(row.var), "{err}");
-        assert!(err.to_string().contains(row.forms), "{err}");
         let (table, bare) = row
             .key
             .split_once('.')
@@ -651,4 +652,27 @@ fn the_generated_files_match_the_rows() {
             docs::HOW_TO_REGENERATE
         );
     }
+}
+
+#[test]
+fn a_generated_table_replaces_only_the_text_between_its_marker_lines() {
+    let g = &docs::GENERATED[1];
+    let file = format!("intro\n{}\nstale\n{}\nafter\n", docs::BEGIN, docs::END);
+    let out = g.apply(&file).unwrap();
+    assert_eq!(
+        out,
+        format!(
+            "intro\n{}\n{}{}\nafter\n",
+            docs::BEGIN,
+            docs::readme_table(),
+            docs::END
+        )
+    );
+    assert_eq!(
+        g.apply(&out).as_deref(),
+        Some(out.as_str()),
+        "applying twice changes nothing"
+    );
+    assert!(g.apply("no markers\n").is_none());
+    assert!(g.apply(&format!("{}\nno end\n", docs::BEGIN)).is_none());
 }
