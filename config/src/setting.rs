@@ -116,7 +116,7 @@ settings! {
         var: "SQTT_INSTRUMENT_FUNCTIONS",
         key: "instrument_functions",
         option: Some("sqtt-marker-instrument-functions"),
-        values: "N|cost:N",
+        values: "0|N|cost:N",
         forms: "0 (off), N (instrument functions of more than N IR instructions) or cost:N \
                 (weighted cost above N)",
         toml: Toml::IntOrString,
