@@ -66,16 +66,17 @@ const EXAMPLE_HEADER: &str = "\
 /// `sqtt.toml.example`: every key at its default, with its documentation.
 pub fn toml_example() -> String {
     let mut out = String::from(EXAMPLE_HEADER);
-    let mut in_scope = false;
+    // Rows of a table (`scope.cu`) come after the top-level keys (a test parses the result).
+    let mut current = None;
     for row in SETTINGS {
         let (table, bare) = match row.key.split_once('.') {
             Some((t, k)) => (Some(t), k),
             None => (None, row.key),
         };
-        if let (Some(t), false) = (table, in_scope) {
+        if let (Some(t), true) = (table, table != current) {
             out.push_str(&format!("\n[{t}]\n"));
-            in_scope = true;
         }
+        current = table;
         out.push('\n');
         let names = match row.option {
             Some(o) => format!("Variable: {}. Plugin option: -{o}.", row.var),

@@ -4,7 +4,9 @@
 //! file and the environment into one [`Settings`], validates it, and hands it to the plugin as
 //! `SQTT_*` variables ([`Settings::to_env`]); the plugin reads them back with
 //! [`Settings::from_env`]. Both sides therefore accept the same values and give them the same
-//! meaning.
+//! meaning. Every setting is one row of [`setting::SETTINGS`], from which the parsing, the
+//! messages, the exported variables, the plugin options and the generated documentation
+//! ([`docs`]) are read.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -25,6 +27,7 @@ pub const CONFIG_FILE_NAME: &str = "sqtt.toml";
 pub mod var {
     use crate::setting;
 
+    /// The driver's switch, also set for `--sqtt-launch`'s command.
     pub const ENABLED: &str = setting::ENABLED.var;
     /// Driver only: path of the real hipcc.
     pub const HIPCC: &str = setting::HIPCC.var;
