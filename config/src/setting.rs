@@ -157,7 +157,7 @@ settings! {
         key: "mem_barrier",
         option: Some("sqtt-marker-mem-barrier"),
         values: "none|asm|fence",
-        forms: "none, asm or fence (synonyms: 0/off, 1/compiler/clobber, 2/on/hw)",
+        forms: "none, asm or fence, in any case (synonyms: 0/off, 1/compiler/clobber, 2/on/hw)",
         toml: Toml::String,
         doc: "Reordering boundary around every marker: \"fence\" (most accurate placement), \
               \"asm\" (compiler barrier only, no machine code) or \"none\".",
@@ -169,7 +169,7 @@ settings! {
         key: "trace_addresses",
         option: Some("sqtt-marker-trace-addresses"),
         values: "memory|lds|memory,lds|off",
-        forms: "memory, lds, memory,lds, or off",
+        forms: "memory, lds, both comma-separated in either order (memory,lds), or off (or 0)",
         toml: Toml::List,
         doc: "Per-lane address traces of memory operations: \"memory\" (global/flat/buffer), \
               \"lds\" (LDS and ds_permute/ds_bpermute), \"memory,lds\", or \"off\". Expensive \
