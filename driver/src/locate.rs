@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use object::{Object, ObjectSection};
 use sha2::{Digest, Sha256};
 
-use crate::Fail;
+use crate::error::Error;
 
 /// File name of the plugin.
 pub const PLUGIN_FILE: &str = "libsqtt_plugin.so";
@@ -31,7 +31,7 @@ fn is_executable(p: &Path) -> bool {
 pub fn find_hipcc(
     configured: Option<&Path>,
     getenv: &dyn Fn(&str) -> Option<OsString>,
-) -> Result<PathBuf, Fail> {
+) -> Result<PathBuf, Error> {
     let me = std::env::current_exe().map(|p| canon(&p)).ok();
     let not_me = |p: &Path| me.as_deref() != Some(canon(p).as_path());
     if let Some(p) = configured {
@@ -42,17 +42,10 @@ pub fn find_hipcc(
             p.to_path_buf()
         };
         if !is_executable(&p) {
-            return Err(Fail::usage(format!(
-                "SQTT_HIPCC (or `hipcc` in sqtt.toml) is {}, which is not an executable file",
-                p.display()
-            )));
+            return Err(Error::HipccNotExecutable(p));
         }
         if !not_me(&p) {
-            return Err(Fail::usage(format!(
-                "SQTT_HIPCC (or `hipcc` in sqtt.toml) points at sqtt-hipcc itself ({}); set it \
-                 to the real hipcc",
-                p.display()
-            )));
+            return Err(Error::HipccIsSelf(p));
         }
         return Ok(p);
     }
@@ -69,12 +62,7 @@ pub fn find_hipcc(
             let p = PathBuf::from(DEFAULT_ROCM).join("bin/hipcc");
             (is_executable(&p) && not_me(&p)).then_some(p)
         })
-        .ok_or_else(|| {
-            Fail::usage(format!(
-                "cannot find the real hipcc: set SQTT_HIPCC=/path/to/hipcc, or HIP_PATH/ROCM_PATH, \
-                 or put hipcc on PATH (looked there and in {DEFAULT_ROCM}/bin)"
-            ))
-        })
+        .ok_or(Error::HipccNotFound { rocm: DEFAULT_ROCM })
 }
 
 /// Where ROCm installs when nothing says otherwise.
@@ -172,23 +160,16 @@ fn plugin_candidates(exe_dir: &Path, major: Option<u32>) -> Vec<PathBuf> {
 pub fn find_plugin(
     getenv: &dyn Fn(&str) -> Option<OsString>,
     major: Option<u32>,
-) -> Result<PathBuf, Fail> {
+) -> Result<PathBuf, Error> {
     if let Some(p) = getenv(sqtt_config::var::PLUGIN).filter(|v| !v.is_empty()) {
         let p = PathBuf::from(p);
         if p.is_dir() {
-            return Err(Fail::usage(format!(
-                "SQTT_PLUGIN is {}, which is a directory; set it to the plugin file \
-                 ({PLUGIN_FILE})",
-                p.display()
-            )));
+            return Err(Error::PluginIsDirectory(p));
         }
         if p.is_file() {
             return Ok(p);
         }
-        return Err(Fail::usage(format!(
-            "SQTT_PLUGIN is {}, which does not exist",
-            p.display()
-        )));
+        return Err(Error::PluginMissing(p));
     }
     let exe_dir = std::env::current_exe()
         .ok()
@@ -226,7 +207,7 @@ pub fn find_plugin(
         Some(n) => format!("for LLVM {n} (hipcc's clang is {n})"),
         None => String::new(),
     };
-    Err(Fail::usage(format!(
+    Err(Error::PluginNotFound(format!(
         "cannot find the pass plugin {PLUGIN_FILE} {what} (looked at: {}); {build}, or set \
          SQTT_PLUGIN=/path/to/{PLUGIN_FILE}; or turn instrumentation off with SQTT_ENABLED=0",
         tried.join(", ")
@@ -242,16 +223,16 @@ pub struct PluginInfo {
 
 /// Reads `.sqtt_plugin_info` (`sqtt-plugin;version=X.Y.Z;llvm_major=N`), or else the LLVM major
 /// of a `libLLVM-N.so` the plugin needs.
-pub fn plugin_info(path: &Path) -> Result<PluginInfo, Fail> {
-    let read_err =
-        |e: std::io::Error| Fail::usage(format!("cannot read the plugin {}: {e}", path.display()));
+pub fn plugin_info(path: &Path) -> Result<PluginInfo, Error> {
+    let read_err = |source| Error::PluginUnreadable {
+        path: path.to_path_buf(),
+        source,
+    };
     // Read, never mapped: a plugin rewritten meanwhile gives an error, never SIGBUS.
     let data = sqtt_codeobj::file::read_regular(path, 1 << 30, "the plugin").map_err(read_err)?;
-    let file = object::File::parse(&*data).map_err(|e| {
-        Fail::usage(format!(
-            "the plugin {} is not a shared object: {e}",
-            path.display()
-        ))
+    let file = object::File::parse(&*data).map_err(|e| Error::PluginNotSharedObject {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
     })?;
     let mut info = PluginInfo {
         version: None,
@@ -360,7 +341,7 @@ fn ensure_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 /// The directory holding this build's device headers (markers.hpp and
 /// amd_sqtt_marker/sqtt_marker.h): `<cache>/include-<sha256 prefix>/`, written once (content
 /// addressed, so several versions of sqtt-hipcc never disagree).
-pub fn markers_include_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf, Fail> {
+pub fn markers_include_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf, Error> {
     let mut hash = Sha256::new();
     for (rel, text) in sqtt_markers::HEADERS {
         hash.update(rel.as_bytes());
@@ -381,11 +362,10 @@ pub fn markers_include_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<
     let dir = cache_dir(getenv).join(&dir_rel);
     for (rel, text) in sqtt_markers::HEADERS {
         let file = dir.join(rel);
-        ensure_file(&file, text.as_bytes()).map_err(|e| {
-            Fail::usage(format!(
-                "cannot write {rel} to {}: {e} (set SQTT_CACHE_DIR to a writable directory)",
-                file.display()
-            ))
+        ensure_file(&file, text.as_bytes()).map_err(|source| Error::Headers {
+            header: rel,
+            path: file.clone(),
+            source,
         })?;
     }
     Ok(dir)
@@ -396,7 +376,7 @@ pub fn markers_include_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<
 pub fn hipcc_clang_major(
     hipcc: &Path,
     getenv: &dyn Fn(&str) -> Option<OsString>,
-) -> Result<u32, Fail> {
+) -> Result<u32, Error> {
     let real = canon(hipcc);
     let mtime = |p: &Path| {
         std::fs::metadata(p)
@@ -440,19 +420,17 @@ pub fn hipcc_clang_major(
         .stdin(Stdio::null())
         .env(DEPTH_VAR, "1")
         .output()
-        .map_err(|e| Fail::usage(format!("cannot run {} --version: {e}", hipcc.display())))?;
+        .map_err(|source| Error::ClangVersionProbe {
+            compiler: hipcc.to_path_buf(),
+            source,
+        })?;
     let text = format!(
         "{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let major = parse_clang_major(&text).ok_or_else(|| {
-        Fail::usage(format!(
-            "cannot tell which clang {} uses: `{} --version` printed no \"clang version N\" line",
-            hipcc.display(),
-            hipcc.display()
-        ))
-    })?;
+    let major =
+        parse_clang_major(&text).ok_or_else(|| Error::ClangVersionUnknown(hipcc.to_path_buf()))?;
     let _ = ensure_file(&file, major.to_string().as_bytes());
     Ok(major)
 }
