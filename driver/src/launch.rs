@@ -8,7 +8,7 @@
 use std::io;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// One command to start: everything that decides what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,8 +19,9 @@ pub struct Invocation {
     pub set_env: Vec<(String, String)>,
     /// Variables removed from it.
     pub remove_env: Vec<String>,
-    /// Where it runs (the wrapper's working directory, against which outputs are resolved).
-    pub cwd: PathBuf,
+    /// Where it runs (`None`: where the wrapper runs). A step's command names the directory its
+    /// outputs are resolved against.
+    pub cwd: Option<PathBuf>,
 }
 
 impl Invocation {
@@ -36,7 +37,10 @@ impl Invocation {
 
     fn command(&self) -> Command {
         let mut c = Command::new(&self.program);
-        c.args(&self.args).current_dir(&self.cwd);
+        c.args(&self.args);
+        if let Some(dir) = &self.cwd {
+            c.current_dir(dir);
+        }
         for k in &self.remove_env {
             c.env_remove(k);
         }
@@ -89,10 +93,20 @@ impl Status {
     }
 }
 
+/// What a command printed, for the wrapper to read (`hipcc --version`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Captured {
+    pub status: Status,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
 /// Starts commands.
 pub trait Launcher {
     /// Runs `cmd` to its end.
     fn run(&mut self, cmd: &Invocation) -> io::Result<Status>;
+    /// Runs `cmd` to its end with no input, and returns what it printed.
+    fn capture(&mut self, cmd: &Invocation) -> io::Result<Captured>;
     /// Replaces the wrapper by `cmd`. The real launcher returns only when that fails; a fake
     /// returns the status the command would have ended with.
     fn exec(&mut self, cmd: &Invocation) -> io::Result<Status>;
@@ -104,6 +118,15 @@ pub struct System;
 impl Launcher for System {
     fn run(&mut self, cmd: &Invocation) -> io::Result<Status> {
         cmd.command().status().map(Status::of)
+    }
+
+    fn capture(&mut self, cmd: &Invocation) -> io::Result<Captured> {
+        let out = cmd.command().stdin(Stdio::null()).output()?;
+        Ok(Captured {
+            status: Status::of(out.status),
+            stdout: out.stdout,
+            stderr: out.stderr,
+        })
     }
 
     fn exec(&mut self, cmd: &Invocation) -> io::Result<Status> {
@@ -120,17 +143,19 @@ pub mod fake {
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum Mode {
         Run,
+        Capture,
         Exec,
     }
 
     type Effect = Box<dyn FnMut(&Invocation) -> io::Result<Status>>;
 
     /// Records every call; each call ends with `status`, after `effect` (a stand-in for what
-    /// the compiler would write) when one is given.
+    /// the compiler would write) when one is given; a captured call printed `stdout`.
     pub struct Recorder {
         pub calls: Vec<(Mode, Invocation)>,
         pub status: Status,
         pub effect: Option<Effect>,
+        pub stdout: Vec<u8>,
     }
 
     impl Recorder {
@@ -139,6 +164,7 @@ pub mod fake {
                 calls: Vec::new(),
                 status,
                 effect: None,
+                stdout: Vec::new(),
             }
         }
 
@@ -148,6 +174,15 @@ pub mod fake {
                 calls: Vec::new(),
                 status: Status::SUCCESS,
                 effect: Some(Box::new(effect)),
+                stdout: Vec::new(),
+            }
+        }
+
+        /// A command that prints `text` and succeeds.
+        pub fn printing(text: &str) -> Recorder {
+            Recorder {
+                stdout: text.as_bytes().to_vec(),
+                ..Recorder::ending(Status::SUCCESS)
             }
         }
 
@@ -163,6 +198,13 @@ pub mod fake {
     impl Launcher for Recorder {
         fn run(&mut self, cmd: &Invocation) -> io::Result<Status> {
             self.call(Mode::Run, cmd)
+        }
+        fn capture(&mut self, cmd: &Invocation) -> io::Result<Captured> {
+            Ok(Captured {
+                status: self.call(Mode::Capture, cmd)?,
+                stdout: self.stdout.clone(),
+                stderr: Vec::new(),
+            })
         }
         fn exec(&mut self, cmd: &Invocation) -> io::Result<Status> {
             self.call(Mode::Exec, cmd)
@@ -180,7 +222,7 @@ mod tests {
             args: vec!["-c".into(), script.into()],
             set_env: vec![("SQTT_T_SET".into(), "v".into())],
             remove_env: vec!["HOME".into()],
-            cwd: "/".into(),
+            cwd: Some("/".into()),
         }
     }
 
@@ -196,6 +238,14 @@ mod tests {
             ..sh("")
         };
         assert_eq!(l.run(&missing).unwrap_err().kind(), io::ErrorKind::NotFound);
+        let printed = l
+            .capture(&sh("echo out; echo err >&2; read x; exit 2"))
+            .unwrap();
+        assert_eq!(printed.status, Status::Exited(2));
+        assert_eq!(
+            (&printed.stdout[..], &printed.stderr[..]),
+            (&b"out\n"[..], &b"err\n"[..])
+        );
         // exec that cannot start returns its error (and the test process lives on).
         assert_eq!(
             l.exec(&missing).unwrap_err().kind(),

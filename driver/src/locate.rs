@@ -3,12 +3,12 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use object::{Object, ObjectSection};
 use sha2::{Digest, Sha256};
 
 use crate::error::Error;
+use crate::launch::{Invocation, Launcher};
 
 /// File name of the plugin.
 pub const PLUGIN_FILE: &str = "libsqtt_plugin.so";
@@ -376,6 +376,7 @@ pub fn markers_include_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<
 pub fn hipcc_clang_major(
     hipcc: &Path,
     getenv: &dyn Fn(&str) -> Option<OsString>,
+    launcher: &mut dyn Launcher,
 ) -> Result<u32, Error> {
     let real = canon(hipcc);
     let mtime = |p: &Path| {
@@ -415,11 +416,15 @@ pub fn hipcc_clang_major(
         }
     }
     let file = cache_dir(getenv).join(&rel);
-    let out = Command::new(hipcc)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .env(DEPTH_VAR, "1")
-        .output()
+    let version = Invocation {
+        program: hipcc.to_path_buf(),
+        args: vec!["--version".into()],
+        set_env: vec![(DEPTH_VAR.into(), "1".into())],
+        remove_env: Vec::new(),
+        cwd: None,
+    };
+    let out = launcher
+        .capture(&version)
         .map_err(|source| Error::ClangVersionProbe {
             compiler: hipcc.to_path_buf(),
             source,
@@ -519,6 +524,44 @@ mod tests {
         assert_eq!(plugin_feature(15), "llvm15-0");
         assert_eq!(plugin_feature(18), "llvm18-0");
         assert_eq!(plugin_feature(21), "llvm21-1");
+    }
+
+    #[test]
+    fn the_clang_major_is_asked_of_hipcc_once_and_cached() {
+        use crate::launch::fake::{Mode, Recorder};
+        let tmp = tempfile::tempdir().unwrap();
+        let hipcc = tmp.path().join("hipcc");
+        executable(&hipcc);
+        let cache = tmp.path().join("cache").into_os_string();
+        let env = move |v: &str| (v == "SQTT_CACHE_DIR").then(|| cache.clone());
+        let mut fake = Recorder::printing("HIP version: 6.2\nAMD clang version 18.0.0git (x)\n");
+        assert_eq!(hipcc_clang_major(&hipcc, &env, &mut fake).unwrap(), 18);
+        let (mode, asked) = &fake.calls[0];
+        assert_eq!(*mode, Mode::Capture);
+        assert_eq!(
+            (asked.program.as_path(), &asked.args[..]),
+            (hipcc.as_path(), &["--version".to_string()][..])
+        );
+        assert_eq!(asked.env(DEPTH_VAR), Some("1"));
+        // The second time from the cache: no process.
+        let mut again = Recorder::printing("clang version 99.0.0");
+        assert_eq!(hipcc_clang_major(&hipcc, &env, &mut again).unwrap(), 18);
+        assert!(again.calls.is_empty());
+        // A rebuilt hipcc (another mtime) is asked again; one that prints no clang version is
+        // an error naming it.
+        std::fs::write(&hipcc, "#!/bin/sh\n# rebuilt\n").unwrap();
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+        std::fs::File::options()
+            .write(true)
+            .open(&hipcc)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        let mut silent = Recorder::printing("");
+        let e = hipcc_clang_major(&hipcc, &env, &mut silent).unwrap_err();
+        assert_eq!(silent.calls.len(), 1);
+        assert!(matches!(e, Error::ClangVersionUnknown(_)), "{e:?}");
+        assert_eq!(e.exit_code(), 2);
     }
 
     #[test]

@@ -123,7 +123,7 @@ impl Plan {
             args,
             set_env,
             remove_env: Vec::new(),
-            cwd: req.cwd.to_path_buf(),
+            cwd: Some(req.cwd.to_path_buf()),
         };
         defer_to_link(&mut command, defer);
         Ok(Plan {
@@ -289,7 +289,7 @@ fn hipcc_command(req: &Request, hipcc: PathBuf, extra: Vec<String>) -> Invocatio
         args,
         set_env: vec![(DEPTH_VAR.into(), "1".into())],
         remove_env: Vec::new(),
-        cwd: req.cwd.to_path_buf(),
+        cwd: Some(req.cwd.to_path_buf()),
     }
 }
 

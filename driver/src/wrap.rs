@@ -150,13 +150,13 @@ pub fn main(argv: Vec<String>, launcher: &mut dyn Launcher) -> Result<Status, Er
     } else if own.include_dir {
         println!("{}", locate::markers_include_dir(&getenv)?.display());
     } else if own.toolchain {
-        print_toolchain(&own)?;
+        print_toolchain(&own, launcher)?;
     } else if let Some(shell) = &own.completions {
         crate::docs::completions(shell)?;
     } else if let Some(page) = &own.man {
         crate::docs::man(page.as_deref())?;
     } else if let Some(clang) = &own.flags {
-        print_flags(&own, clang.as_deref())?;
+        print_flags(&own, clang.as_deref(), launcher)?;
     } else if own.launch {
         return launch(&own, &args, launcher);
     } else {
@@ -175,7 +175,8 @@ pub fn main(argv: Vec<String>, launcher: &mut dyn Launcher) -> Result<Status, Er
             config_file: config.as_deref(),
             env: &env_string,
         };
-        return execute(&Plan::wrap(&req, &mut Host)?, launcher);
+        let plan = Plan::wrap(&req, &mut Host { launcher })?;
+        return execute(&plan, launcher);
     }
     Ok(Status::SUCCESS)
 }
@@ -211,15 +212,18 @@ pub fn execute(plan: &Plan, launcher: &mut dyn Launcher) -> Result<Status, Error
         add_dep_file_inputs(dep)?;
     }
     if let Some(settings_line) = &plan.identity {
-        print_plugin_identity(&plan.command.program, settings_line);
+        print_plugin_identity(&plan.command.program, settings_line, launcher);
     }
     Ok(status)
 }
 
-/// The machine as the plan sees it: hipcc, the plugin and the headers, found by `locate`.
-struct Host;
+/// The machine as the plan sees it: hipcc, the plugin and the headers, found by `locate`
+/// (which asks hipcc for its clang's version through `launcher`, once per hipcc).
+struct Host<'a> {
+    launcher: &'a mut dyn Launcher,
+}
 
-impl Toolchain for Host {
+impl Toolchain for Host<'_> {
     fn compiler(&mut self, configured: Option<&Path>) -> Result<PathBuf, Error> {
         locate::find_hipcc(configured, &getenv)
     }
@@ -231,10 +235,10 @@ impl Toolchain for Host {
         let major = if explicit {
             None
         } else {
-            Some(locate::hipcc_clang_major(compiler, &getenv)?)
+            Some(locate::hipcc_clang_major(compiler, &getenv, self.launcher)?)
         };
         let plugin = locate::find_plugin(&getenv, major)?;
-        check_llvm_major(&plugin, compiler)?;
+        check_llvm_major(&plugin, compiler, self.launcher)?;
         Ok(plugin)
     }
 
@@ -258,12 +262,16 @@ fn init_trace(verbose: bool) {
     }
 }
 
-fn check_llvm_major(plugin: &Path, compiler: &Path) -> Result<(), Error> {
+fn check_llvm_major(
+    plugin: &Path,
+    compiler: &Path,
+    launcher: &mut dyn Launcher,
+) -> Result<(), Error> {
     let info = locate::plugin_info(plugin)?;
     let Some(plugin_major) = info.llvm_major else {
         return Err(Error::PluginLlvmUnknown(plugin.to_path_buf()));
     };
-    let clang_major = locate::hipcc_clang_major(compiler, &getenv)?;
+    let clang_major = locate::hipcc_clang_major(compiler, &getenv, launcher)?;
     if plugin_major != clang_major {
         let via = env_string("HIP_CLANG_PATH")
             .filter(|v| !v.is_empty())
@@ -286,18 +294,22 @@ fn check_llvm_major(plugin: &Path, compiler: &Path) -> Result<(), Error> {
 /// flags are fixed when a build is configured, while sqtt.toml may change after; the plugin
 /// reads them from `--sqtt-launch`'s environment (the CMake package sets it as the compiler
 /// launcher) or from sqtt.toml itself.
-fn print_flags(own: &OwnOptions, clang: Option<&Path>) -> Result<(), Error> {
+fn print_flags(
+    own: &OwnOptions,
+    clang: Option<&Path>,
+    launcher: &mut dyn Launcher,
+) -> Result<(), Error> {
     let cwd = working_directory()?;
     let settings = load_settings(config_file(own, &cwd).as_deref())?;
     let major = match clang {
         Some(c) => {
             // A bare name is looked up on PATH, as for `hipcc` in sqtt.toml.
             let c = locate::find_hipcc(Some(c), &getenv)?;
-            locate::hipcc_clang_major(&c, &getenv)?
+            locate::hipcc_clang_major(&c, &getenv, launcher)?
         }
         None => {
             let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;
-            locate::hipcc_clang_major(&hipcc, &getenv)?
+            locate::hipcc_clang_major(&hipcc, &getenv, launcher)?
         }
     };
     let mut flags = Vec::new();
@@ -343,15 +355,16 @@ fn launch(own: &OwnOptions, cmd: &[String], launcher: &mut dyn Launcher) -> Resu
         config_file: config.as_deref(),
         env: &env_string,
     };
-    execute(&Plan::launch(program, &req, &mut Host)?, launcher)
+    let plan = Plan::launch(program, &req, &mut Host { launcher })?;
+    execute(&plan, launcher)
 }
 
 /// `--sqtt-toolchain`: what the wrapper finds, as `key=value` lines on stdout.
-fn print_toolchain(own: &OwnOptions) -> Result<(), Error> {
+fn print_toolchain(own: &OwnOptions, launcher: &mut dyn Launcher) -> Result<(), Error> {
     let cwd = working_directory()?;
     let settings = load_settings(config_file(own, &cwd).as_deref())?;
     let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;
-    let major = locate::hipcc_clang_major(&hipcc, &getenv)?;
+    let major = locate::hipcc_clang_major(&hipcc, &getenv, launcher)?;
     let llvm_dir = locate::rocm_llvm_dir(Some(&hipcc), &getenv)
         .or_else(|| Some(PathBuf::from(format!("/usr/lib/llvm-{major}"))).filter(|d| d.is_dir()));
     let plugin = locate::find_plugin(&getenv, Some(major)).ok().filter(|p| {
@@ -403,8 +416,8 @@ fn add_dep_file_inputs(dep: &DepFileInputs) -> Result<(), Error> {
 }
 
 /// `--version`'s two lines after hipcc's: the plugin (path and content hash) and the settings.
-fn print_plugin_identity(hipcc: &Path, settings_line: &str) {
-    let major = locate::hipcc_clang_major(hipcc, &getenv).ok();
+fn print_plugin_identity(hipcc: &Path, settings_line: &str, launcher: &mut dyn Launcher) {
+    let major = locate::hipcc_clang_major(hipcc, &getenv, launcher).ok();
     let line = match locate::find_plugin(&getenv, major) {
         Ok(p) => match locate::content_hash(&p) {
             Ok(h) => format!(

@@ -388,7 +388,7 @@ fn build_steps() {
         let p = plan(argv);
         assert_eq!(p.kind, kind, "{argv}");
         assert_eq!(p.command.program, Path::new(HIPCC), "{argv}");
-        assert_eq!(p.command.cwd, Path::new(CWD), "{argv}");
+        assert_eq!(p.command.cwd.as_deref(), Some(Path::new(CWD)), "{argv}");
         assert_eq!(extra(&p, argv), added(add), "{argv}");
         let want = check.map(|(o, require_funcmap)| OutputCheck {
             outputs: outputs(o),
