@@ -56,14 +56,31 @@ impl Generation {
         })
     }
 
-    /// The generation of a gfx name: its row's, or, for a bare major such as rocprofv3's
-    /// `gfxip` (`gfx11`), that major's. Feature suffixes (`gfx90a:xnack+`) are ignored.
+    /// The generation of a gfx name: its row's; for a name the table lacks, its major by
+    /// LLVM's naming (`gfx` major, minor, stepping: one hex digit each for the last two, so
+    /// `gfx1170` is gfx11); for a bare major such as rocprofv3's `gfxip` (`gfx11`), that major's.
+    /// Feature suffixes (`gfx90a:xnack+`) are ignored. Only tools that must read names newer
+    /// than the table use this; the plugin needs the row.
     pub fn of_name(name: &str) -> Option<Generation> {
         if let Some((target, _)) = Target::parse(name) {
             return Some(target.generation);
         }
-        let digits = name.trim().strip_prefix("gfx")?;
-        Generation::of_major(digits.parse().ok()?)
+        let number = arch_of_target_id(name.trim()).strip_prefix("gfx")?;
+        if !number.is_ascii() {
+            return None;
+        }
+        let major = match number.len() {
+            1 | 2 => number,
+            3 | 4
+                if number[number.len() - 2..]
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit()) =>
+            {
+                &number[..number.len() - 2]
+            }
+            _ => return None,
+        };
+        Generation::of_major(major.parse().ok()?)
     }
 
     /// Whether the plugin instruments this generation's code (gfx9 and later).
@@ -429,6 +446,11 @@ mod tests {
         );
         assert_eq!(Generation::of_name("gfx803"), Some(Generation::Gfx8));
         assert_eq!(Generation::of_name("sm_80"), None);
+        assert_eq!(Generation::of_name("gfx1199"), Some(Generation::Gfx11));
+        assert_eq!(Generation::of_name("gfx9ab"), Some(Generation::Gfx9));
+        assert_eq!(Generation::of_name("gfx1310"), None);
+        assert_eq!(Generation::of_name("gfx"), None);
+        assert_eq!(Generation::of_name("gfxé1"), None);
         assert_eq!(row("gfx90a").wave_size("+wavefrontsize64"), 64);
         assert_eq!(row("gfx90a").wave_size(""), 64);
         assert_eq!(row("gfx1030").wave_size("+wavefrontsize32"), 32);

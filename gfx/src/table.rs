@@ -57,6 +57,10 @@ pub const TARGETS: &[Target] = &[
     t("gfx1151", Gfx11).mach(0x04a),
     t("gfx1152", Gfx11).mach(0x055),
     t("gfx1153", Gfx11).mach(0x058),
+    t("gfx1154", Gfx11).mach(0x057),
+    t("gfx1170", Gfx11).mach(0x05d),
+    t("gfx1171", Gfx11).mach(0x05e),
+    t("gfx1172", Gfx11).mach(0x05c),
     t("gfx1200", Gfx12).mach(0x048).gc(12, 0, 0).clock(CyclesLo),
     t("gfx1201", Gfx12).mach(0x04e).gc(12, 0, 1).clock(CyclesLo),
     // AMD's pass names gfx1202; no LLVM assigns it a machine number yet.
