@@ -211,7 +211,7 @@ pub fn toolchain_arch(arch: &str) -> &str {
 pub fn arch_args(arch: &str) -> Vec<String> {
     let arch = toolchain_arch(arch);
     let mut v = vec![format!("--offload-arch={arch}")];
-    if arch.starts_with("gfx11") {
+    if sqtt_gfx::Generation::of_name(arch) == Some(sqtt_gfx::Generation::Gfx11) {
         v.push(format!(
             "--rocm-device-lib-path={}",
             device_lib_dir().display()
