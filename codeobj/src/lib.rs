@@ -195,11 +195,7 @@ impl CodeObject {
         if want == self.arch {
             return true;
         }
-        let proc_and_features = self
-            .target_id
-            .rfind("gfx")
-            .map(|i| &self.target_id[i..])
-            .unwrap_or("");
+        let proc_and_features = sqtt_gfx::processor_of_target_id(&self.target_id);
         want == proc_and_features || want == self.target_id
     }
 }
@@ -321,14 +317,7 @@ pub fn parse_funcmap_section(bytes: &[u8]) -> FuncmapState {
 
 /// `amdgcn-amd-amdhsa--gfx90a:xnack-` -> `gfx90a`.
 pub fn arch_of_target_id(target_id: &str) -> String {
-    match target_id.rfind("gfx") {
-        Some(i) => target_id[i..]
-            .split(':')
-            .next()
-            .unwrap_or_default()
-            .to_string(),
-        None => String::new(),
-    }
+    sqtt_gfx::arch_of_target_id(target_id).to_string()
 }
 
 /// Demangles an Itanium C++ name; other names come back unchanged.

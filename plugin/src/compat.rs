@@ -86,8 +86,3 @@ pub const TTRACEDATA_IMM_INTRINSIC: Option<&str> = if LLVM_MAJOR >= 19 {
 } else {
     None
 };
-
-/// Whether the assembler knows `s_get_shader_cycles_u64`, the clock read of packed headers on the
-/// gfx12 targets after gfx1201 (`Target::shader_clock_read`): LLVM 22 does, 21 knows gfx1250 but
-/// rejects the instruction ("invalid instruction"). Without it those headers stay unpacked.
-pub const HAS_S_GET_SHADER_CYCLES_U64: bool = LLVM_MAJOR >= 22;

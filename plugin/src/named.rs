@@ -502,7 +502,7 @@ fn target_of_uncached(f: Value) -> Result<Target, String> {
     Target::from_cpu(&cpu, &features).ok_or_else(|| {
         format!(
             "sqtt: function {} has target-cpu {cpu:?}, which the sqtt plugin does not know \
-             (expected gfx9xx, gfx10xx, gfx11xx or gfx12xx)",
+             (expected a gfx9, gfx10, gfx11 or gfx12 processor such as gfx90a or gfx1100)",
             f.name()
         )
     })

@@ -84,7 +84,9 @@ fn main() {
         "category", "arch", "records written (spec)", "static insts added", "static s_ttracedata"
     );
     for cpu in ["gfx90a", "gfx1100"] {
-        let wave = if cpu == "gfx90a" { 64 } else { 32 };
+        let wave = sqtt_gfx::Generation::of_name(cpu)
+            .unwrap()
+            .default_wave_size();
         for (name, body, per_lane, fixed) in CASES {
             let ir = module(body, cpu);
             let base = instructions(&ir, cpu, false);

@@ -211,7 +211,7 @@ pub fn toolchain_arch(arch: &str) -> &str {
 pub fn arch_args(arch: &str) -> Vec<String> {
     let arch = toolchain_arch(arch);
     let mut v = vec![format!("--offload-arch={arch}")];
-    if arch.starts_with("gfx11") {
+    if sqtt_gfx::Generation::of_name(arch) == Some(sqtt_gfx::Generation::Gfx11) {
         v.push(format!(
             "--rocm-device-lib-path={}",
             device_lib_dir().display()
@@ -532,14 +532,9 @@ pub fn imm_record_value(line: &str) -> Option<u32> {
 
 /// Those of `cpus` that the llc under test knows (`llc -mcpu=help`); says which it leaves out.
 pub fn llc_known_cpus<'a>(cpus: &[&'a str]) -> Vec<&'a str> {
-    let out = run(Command::new(llvm_tool("llc")).args(["-march=amdgcn", "-mcpu=help"]));
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    let known: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .collect();
-    let (yes, no): (Vec<&str>, Vec<&str>) = cpus.iter().partition(|c| known.contains(c));
+    let known = llc_cpus();
+    let (yes, no): (Vec<&str>, Vec<&str>) =
+        cpus.iter().partition(|c| known.iter().any(|k| k == *c));
     if !no.is_empty() {
         eprintln!(
             "{} does not know {no:?}: not checked here",
@@ -547,6 +542,20 @@ pub fn llc_known_cpus<'a>(cpus: &[&'a str]) -> Vec<&'a str> {
         );
     }
     yes
+}
+
+/// The AMDGPU processors the llc under test lists (`-mcpu=help`, the lines before its
+/// "Available features" heading).
+pub fn llc_cpus() -> Vec<String> {
+    let out = run(Command::new(llvm_tool("llc")).args(["-march=amdgcn", "-mcpu=help"]));
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    text.lines()
+        .take_while(|l| !l.starts_with("Available features"))
+        .filter(|l| l.contains(" - "))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect()
 }
 
 /// `llc -filetype=obj` of IR for a target, disassembled with the llvm-objdump under test.

@@ -132,7 +132,7 @@ fn json_entries(co: &serde_json::Value) -> Vec<(String, u64, String)> {
 /// The gfx9 generation writes every record through M0; gfx10 and later write small headers with
 /// `s_ttracedata_imm`.
 fn is_gfx9(arch: &str) -> bool {
-    toolchain_arch(arch).starts_with("gfx9")
+    sqtt_gfx::Generation::of_name(toolchain_arch(arch)) == Some(sqtt_gfx::Generation::Gfx9)
 }
 
 /// The marker headers in a code object's disassembly, in code order (immediates of

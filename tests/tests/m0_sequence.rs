@@ -30,11 +30,8 @@ fn known_targets() -> Vec<&'static str> {
 }
 
 fn nop_of(cpu: &str) -> u32 {
-    if cpu.starts_with("gfx12") {
-        3
-    } else {
-        0
-    }
+    let target = sqtt_gfx::Target::lookup(cpu).expect("a target of the gfx table");
+    target.generation.m0_trace_nop()
 }
 
 /// A kernel with every kind of record: 70 named points (IDs above 63 go through M0 on RDNA too),

@@ -38,9 +38,9 @@ fn main() {
     let mut best_secs = 0f64;
     let mut total_cpu = 0f64;
     for (arch, gpu_name, g) in [
-        ("gfx1100", "gfx1100", Generation::Rdna3),
-        ("gfx1200", "gfx1201", Generation::Rdna4),
-        ("gfx950", "gfx950", Generation::Cdna),
+        ("gfx1100", "gfx1100", Generation::Gfx11),
+        ("gfx1200", "gfx1201", Generation::Gfx12),
+        ("gfx950", "gfx950", Generation::Gfx9),
     ] {
         let gpu = builtin(gpu_name).unwrap().gpu;
         assert_eq!(gpu.generation(), Some(g));

@@ -510,12 +510,33 @@ fn cdna<S: Sink>(data: &[u8], sink: &mut S) -> Summary {
     }
 }
 
-/// Decodes `data`, one engine's bytes, as `generation`'s engines write them.
+/// Whether this crate decodes the trace stream of `generation`: GFX9 (CDNA tokens), GFX11
+/// (layout 3) and GFX12 (layout 4).
+pub fn decodes(generation: Generation) -> bool {
+    matches!(
+        generation,
+        Generation::Gfx9 | Generation::Gfx11 | Generation::Gfx12
+    )
+}
+
+/// The layout the header of `generation`'s RDNA stream names (3 on GFX11, 4 on GFX12); none on
+/// CDNA, whose stream has no header.
+pub fn layout(generation: Generation) -> Option<u8> {
+    match generation {
+        Generation::Gfx11 => Some(3),
+        Generation::Gfx12 => Some(4),
+        _ => None,
+    }
+}
+
+/// Decodes `data`, one engine's bytes, as `generation`'s engines write them; a generation this
+/// crate does not decode ([`decodes`]) gives an empty summary.
 pub fn decode<S: Sink>(generation: Generation, data: &[u8], sink: &mut S) -> Summary {
     match generation {
-        Generation::Cdna => cdna(data, sink),
-        Generation::Rdna3 => rdna::<S, false>(data, sink),
-        Generation::Rdna4 => rdna::<S, true>(data, sink),
+        Generation::Gfx9 => cdna(data, sink),
+        Generation::Gfx11 => rdna::<S, false>(data, sink),
+        Generation::Gfx12 => rdna::<S, true>(data, sink),
+        _ => Summary::default(),
     }
 }
 

@@ -1,86 +1,7 @@
 //! The GPU a thread trace is recorded on: its GC version, its shader engines and dies, its clock,
 //! and the work-group processors of its shader arrays that run work.
 
-use std::fmt;
-use std::str::FromStr;
-
-/// A GC (graphics and compute) IP version, such as 11.0.0 for gfx1100.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct GcVersion {
-    pub major: u32,
-    pub minor: u32,
-    pub step: u32,
-}
-
-impl GcVersion {
-    pub const fn new(major: u32, minor: u32, step: u32) -> Self {
-        GcVersion { major, minor, step }
-    }
-
-    /// The register family whose thread-trace registers this GC has, if this crate knows it:
-    /// GC 9.4.2, 9.4.3 and 9.5.0 (CDNA 2, 3 and 4), 11.0.x and 11.5.x (RDNA 3, 3.5), 12.0.x (RDNA 4).
-    pub fn family(self) -> Option<Family> {
-        match (self.major, self.minor, self.step) {
-            (9, 4, 2) | (9, 4, 3) | (9, 5, 0) => Some(Family::Gfx9),
-            (11, 0, _) | (11, 5, _) => Some(Family::Gfx11),
-            (12, 0, _) => Some(Family::Gfx12),
-            _ => None,
-        }
-    }
-
-    /// The trace stream this GC's engines write, by major version.
-    pub fn generation(self) -> Option<Generation> {
-        match self.major {
-            9 => Some(Generation::Cdna),
-            11 => Some(Generation::Rdna3),
-            12 => Some(Generation::Rdna4),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for GcVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}", self.major, self.minor, self.step)
-    }
-}
-
-impl FromStr for GcVersion {
-    type Err = String;
-    /// Parses `MAJOR.MINOR.STEP`, such as `11.0.0`.
-    fn from_str(s: &str) -> Result<Self, String> {
-        let parts: Vec<&str> = s.split('.').collect();
-        let bad = || format!("GC version {s:?}: expected MAJOR.MINOR.STEP such as 11.0.0");
-        if parts.len() != 3 {
-            return Err(bad());
-        }
-        let n = |p: &str| p.parse::<u32>().map_err(|_| bad());
-        Ok(GcVersion::new(n(parts[0])?, n(parts[1])?, n(parts[2])?))
-    }
-}
-
-/// The families of thread-trace registers: where the buffer, mask and status registers are and
-/// how their fields are laid out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Family {
-    /// GC 9.4.x / 9.5.0: SQ_THREAD_TRACE_BASE/BASE2/SIZE/MODE, a GFX9 layout.
-    Gfx9,
-    /// GC 11.x: SQ_THREAD_TRACE_BUF0_BASE and BUF0_SIZE (with the address's top bits).
-    Gfx11,
-    /// GC 12.x: SQ_THREAD_TRACE_BUF0_SIZE, BUF0_BASE_LO and BUF0_BASE_HI.
-    Gfx12,
-}
-
-/// The trace streams, one per generation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Generation {
-    /// GFX9 (CDNA): little-endian 16-bit tokens.
-    Cdna,
-    /// GFX11 (RDNA 3): nibble packets, layout 3.
-    Rdna3,
-    /// GFX12 (RDNA 4): nibble packets, layout 4.
-    Rdna4,
-}
+pub use sqtt_gfx::{GcVersion, Generation};
 
 /// A GPU as the thread-trace programs and decoders need it.
 ///
@@ -115,9 +36,10 @@ impl Gpu {
         self.shader_engines.saturating_mul(self.xccs)
     }
 
-    /// The trace stream this GPU's engines write, if its generation is known.
+    /// The generation whose trace stream this GPU's engines write, if this crate decodes it
+    /// ([`crate::decode::decodes`]).
     pub fn generation(&self) -> Option<Generation> {
-        self.gc.generation()
+        self.gc.generation().filter(|&g| crate::decode::decodes(g))
     }
 
     /// The die of engine `e`, and its number there.
@@ -157,11 +79,10 @@ impl Shape {
     }
 }
 
-/// A built-in part: gfx name, GC version, engines per die, dies, arrays per engine, WGPs (CUs
-/// on GFX9) per array.
+/// A built-in part: gfx name (its GC version is its sqtt-gfx row's), engines per die, dies,
+/// arrays per engine, WGPs (CUs on GFX9) per array.
 struct Builtin {
     name: &'static str,
-    gc: GcVersion,
     engines: usize,
     xccs: usize,
     arrays: usize,
@@ -177,7 +98,6 @@ const BUILTINS: &[Builtin] = &[
     // MI210/MI250X, one GCD: 8 engines of one array of 16 CU slots (14 active on MI250X).
     Builtin {
         name: "gfx90a",
-        gc: GcVersion::new(9, 4, 2),
         engines: 8,
         xccs: 1,
         arrays: 1,
@@ -186,7 +106,6 @@ const BUILTINS: &[Builtin] = &[
     // MI300X: 8 XCDs of 4 engines of one array of 10 CU slots (38 of 40 active per XCD).
     Builtin {
         name: "gfx942",
-        gc: GcVersion::new(9, 4, 3),
         engines: 4,
         xccs: 8,
         arrays: 1,
@@ -195,7 +114,6 @@ const BUILTINS: &[Builtin] = &[
     // MI355X: 8 XCDs of 4 engines of one array of 9 CU slots (capture meta.json).
     Builtin {
         name: "gfx950",
-        gc: GcVersion::new(9, 5, 0),
         engines: 4,
         xccs: 8,
         arrays: 1,
@@ -204,7 +122,6 @@ const BUILTINS: &[Builtin] = &[
     // RX 7900 XTX (Navi 31): 6 engines of 2 arrays of 4 WGPs, 96 CUs (capture meta.json).
     Builtin {
         name: "gfx1100",
-        gc: GcVersion::new(11, 0, 0),
         engines: 6,
         xccs: 1,
         arrays: 2,
@@ -213,7 +130,6 @@ const BUILTINS: &[Builtin] = &[
     // RX 7800 XT (Navi 32, GC 11.0.3): 3 engines of 2 arrays of 5 WGPs, 60 CUs.
     Builtin {
         name: "gfx1101",
-        gc: GcVersion::new(11, 0, 3),
         engines: 3,
         xccs: 1,
         arrays: 2,
@@ -222,7 +138,6 @@ const BUILTINS: &[Builtin] = &[
     // RX 7600 (Navi 33, GC 11.0.2): 2 engines of 2 arrays of 4 WGPs, 32 CUs.
     Builtin {
         name: "gfx1102",
-        gc: GcVersion::new(11, 0, 2),
         engines: 2,
         xccs: 1,
         arrays: 2,
@@ -231,7 +146,6 @@ const BUILTINS: &[Builtin] = &[
     // Strix Point (GC 11.5.0): 1 engine of 2 arrays of 4 WGPs, 16 CUs (Radeon 890M).
     Builtin {
         name: "gfx1150",
-        gc: GcVersion::new(11, 5, 0),
         engines: 1,
         xccs: 1,
         arrays: 2,
@@ -240,7 +154,6 @@ const BUILTINS: &[Builtin] = &[
     // RX 9060 XT (Navi 44): 2 engines of 2 arrays of 4 WGPs, 32 CUs.
     Builtin {
         name: "gfx1200",
-        gc: GcVersion::new(12, 0, 0),
         engines: 2,
         xccs: 1,
         arrays: 2,
@@ -249,7 +162,6 @@ const BUILTINS: &[Builtin] = &[
     // RX 9070 XT (Navi 48): 4 engines of 2 arrays of 4 WGPs, 64 CUs (capture meta.json).
     Builtin {
         name: "gfx1201",
-        gc: GcVersion::new(12, 0, 1),
         engines: 4,
         xccs: 1,
         arrays: 2,
@@ -270,7 +182,7 @@ pub fn builtin(name: &str) -> Option<Shape> {
     Some(Shape {
         name: b.name.to_string(),
         gpu: Gpu {
-            gc: b.gc,
+            gc: sqtt_gfx::Target::lookup(b.name)?.gc?,
             shader_engines: b.engines,
             xccs: b.xccs,
             clock_hz: 100_000_000,
@@ -288,22 +200,12 @@ mod tests {
     fn builtins_have_known_families() {
         for name in builtin_names() {
             let s = builtin(name).unwrap();
-            assert!(s.gpu.gc.family().is_some(), "{name}");
+            assert!(crate::regs::family(s.gpu.gc).is_some(), "{name}");
             assert!(s.gpu.generation().is_some(), "{name}");
             assert_eq!(s.wgps().len(), s.gpu.engines());
         }
         assert_eq!(builtin("GFX1100").unwrap().gpu.gc, GcVersion::new(11, 0, 0));
         assert!(builtin("gfx803").is_none());
-    }
-
-    #[test]
-    fn gc_parses() {
-        assert_eq!(
-            "9.4.3".parse::<GcVersion>().unwrap(),
-            GcVersion::new(9, 4, 3)
-        );
-        assert!("9.4".parse::<GcVersion>().is_err());
-        assert!("a.b.c".parse::<GcVersion>().is_err());
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub mod regs;
 pub mod synth;
 pub mod waves;
 
-pub use gpu::{builtin, builtin_names, harvested, Family, GcVersion, Generation, Gpu, Shape, Wgps};
+pub use gpu::{builtin, builtin_names, harvested, GcVersion, Generation, Gpu, Shape, Wgps};
 pub use program::{length, start, stop, MAX_PAGES, PAGE};
 pub use waves::{clock, markers, waves, ClockMap, Marker, Wave};
 

@@ -1,7 +1,7 @@
 //! PM4 type-3 packets: the few the thread-trace programs use, a builder, and a reader that names
 //! each packet in one line.
 
-use crate::gpu::Family;
+use crate::gpu::Generation;
 use crate::regs::{self, SH_START, UCONFIG_START};
 
 /// Type-3 opcodes.
@@ -92,9 +92,9 @@ impl Builder {
 
     /// Makes every cache coherent with memory: instruction, scalar and vector caches invalidated
     /// and L2 written back and invalidated, over the whole address space.
-    pub fn acquire_mem(&mut self, family: Family) {
+    pub fn acquire_mem(&mut self, family: Generation) {
         match family {
-            Family::Gfx9 => {
+            Generation::Gfx6 | Generation::Gfx7 | Generation::Gfx8 | Generation::Gfx9 => {
                 // CP_COHER_CNTL: TC_WB_ACTION_ENA (18), TCL1_ACTION_ENA (22), TC_ACTION_ENA (23),
                 // SH_KCACHE_ACTION_ENA (27), SH_ICACHE_ACTION_ENA (29).
                 let coher = (1 << 18) | (1 << 22) | (1 << 23) | (1 << 27) | (1 << 29);
@@ -103,7 +103,7 @@ impl Builder {
                     &[coher, 0xFFFF_FFFF, 0x00FF_FFFF, 0, 0, 0xA],
                 );
             }
-            Family::Gfx11 | Family::Gfx12 => {
+            Generation::Gfx10 | Generation::Gfx11 | Generation::Gfx12 => {
                 // GCR_CNTL: GLI_INV (1), GLM_WB (4), GLM_INV (5), GLK_WB (6), GLK_INV (7),
                 // GLV_INV (8), GL1_INV (9), GL2_INV (14), GL2_WB (15).
                 let gcr = 1
@@ -167,12 +167,12 @@ pub fn read(words: &[u32]) -> Result<Vec<Packet>, usize> {
     Ok(out)
 }
 
-fn reg_name(family: Family, addr: u32) -> String {
+fn reg_name(family: Generation, addr: u32) -> String {
     regs::name_at(family, addr).map_or_else(|| format!("reg {addr:#06x}"), str::to_string)
 }
 
 /// A one-line description of `p` as `family`'s programs use it.
-pub fn describe(family: Family, p: &Packet) -> String {
+pub fn describe(family: Generation, p: &Packet) -> String {
     let b = &p.body;
     let w = |i: usize| b.get(i).copied().unwrap_or(0);
     match p.opcode {
@@ -242,7 +242,11 @@ pub fn describe(family: Family, p: &Packet) -> String {
             )
         }
         op::ACQUIRE_MEM => {
-            let cntl = if family == Family::Gfx9 { w(0) } else { w(6) };
+            let cntl = if family == Generation::Gfx9 {
+                w(0)
+            } else {
+                w(6)
+            };
             format!("ACQUIRE_MEM whole address space, caches {cntl:#x}")
         }
         op::ATOMIC_MEM => "ATOMIC_MEM".to_string(),
@@ -266,7 +270,7 @@ mod tests {
         assert_eq!(ps[1].opcode, op::PRED_EXEC);
         assert_eq!(ps[1].body[0], (2 << 24) | 3);
         assert_eq!(ps[2].body, vec![0x21E, 1]);
-        assert!(describe(Family::Gfx11, &ps[0]).contains("GRBM_GFX_INDEX"));
+        assert!(describe(Generation::Gfx11, &ps[0]).contains("GRBM_GFX_INDEX"));
         assert_eq!(read(&[0x1234]), Err(0));
         assert_eq!(read(&[header(op::COPY_DATA, 5), 0]), Err(0));
     }

@@ -7,7 +7,7 @@
 //! programmed under a PRED_EXEC on that die, harvested engines are left alone, and each
 //! engine's write pointer is copied out with a confirmed write.
 
-use crate::gpu::{harvested, Family, Gpu};
+use crate::gpu::{harvested, Generation, Gpu};
 use crate::pm4::{event, func, Builder};
 use crate::regs::{self, grbm, status, Field, Reg};
 use crate::Error;
@@ -20,9 +20,9 @@ pub const MAX_PAGES: u64 = (1 << 22) - 1;
 /// Engines `e < ITRACE_ENGINES` trace the instructions their waves issue.
 pub const ITRACE_ENGINES: usize = 2;
 
-fn family_of(gpu: &Gpu) -> Result<Family, Error> {
+fn family_of(gpu: &Gpu) -> Result<Generation, Error> {
     // A GC without a family has none of the trace registers: name the first the program needs.
-    gpu.gc.family().ok_or(Error::MissingRegister {
+    regs::family(gpu.gc).ok_or(Error::MissingRegister {
         gc: gpu.gc,
         register: Reg::GrbmGfxIndex.name(),
     })
@@ -40,7 +40,7 @@ fn check_engines(gpu: &Gpu, wgps: &[Vec<u32>]) -> Result<(), Error> {
 
 /// The engines and dies the programs can name: engine numbers in GRBM_GFX_INDEX.SE_INDEX, dies
 /// in PRED_EXEC's 8-bit mask.
-fn check_shape(gpu: &Gpu, family: Family) -> Result<(), Error> {
+fn check_shape(gpu: &Gpu, family: Generation) -> Result<(), Error> {
     let max_se = grbm::se_index(family).max() as usize + 1;
     if gpu.shader_engines > max_se {
         return Err(Error::Unaddressable {
@@ -61,9 +61,9 @@ fn check_shape(gpu: &Gpu, family: Family) -> Result<(), Error> {
 
 /// The most bytes the buffers may reach: 48-bit addresses on GFX9 and GFX11 (BASE2 or
 /// BUF0_SIZE.BASE_HI holds bits 44..47), 57-bit on GFX12 (BUF0_BASE_HI holds 13 bits).
-fn address_limit(family: Family) -> u64 {
+fn address_limit(family: Generation) -> u64 {
     match family {
-        Family::Gfx12 => 1 << 57,
+        Generation::Gfx12 => 1 << 57,
         _ => 1 << 48,
     }
 }
@@ -74,7 +74,7 @@ fn first_array(arrays: &[u32]) -> u32 {
 }
 
 /// Selects engine `se` (array `sa`) of the current die for the register writes after it.
-fn select(b: &mut Builder, family: Family, se: usize, sa: u32) {
+fn select(b: &mut Builder, family: Generation, se: usize, sa: u32) {
     let v =
         grbm::se_index(family).put(se as u32) | grbm::SA_INDEX.put(sa) | grbm::INSTANCE_BROADCAST;
     b.set_uconfig(0xC200, v);
@@ -87,11 +87,11 @@ fn broadcast(b: &mut Builder) {
 /// SPI_CONFIG_CNTL as Mesa's `radv_emit_spi_config_cntl` sets it, with SQG events on while
 /// tracing (GPR_WRITE_PRIORITY 0x2c688, EXP_PRIORITY_ORDER 3, PS_PKR_PRIORITY_CNTL 3 from
 /// GFX10 on).
-fn spi_config(family: Family, tracing: bool) -> u32 {
+fn spi_config(family: Generation, tracing: bool) -> u32 {
     let t = u32::from(tracing);
     let mut v = Field::new(0, 20).put(0x2C688) | Field::new(21, 23).put(3);
     v |= Field::new(24, 24).put(t) | Field::new(25, 25).put(t);
-    if family != Family::Gfx9 {
+    if family != Generation::Gfx9 {
         v |= Field::new(30, 31).put(3);
     }
     v
@@ -100,14 +100,14 @@ fn spi_config(family: Family, tracing: bool) -> u32 {
 /// SQ_THREAD_TRACE_CTRL from GFX11 on, as Mesa's `ac_sqtt_get_ctrl`: MODE, HIWATER 5,
 /// REG_AT_HWM 2, SPI and SQ stalls, DRAW_EVENT_EN, UTIL_TIMER, and RT_FREQ 4096 clocks on GFX11
 /// (GFX12 has no RT_FREQ; it takes LOWATER_OFFSET 4).
-fn ctrl(family: Family, tracing: bool) -> u32 {
+fn ctrl(family: Generation, tracing: bool) -> u32 {
     let mut v = Field::new(0, 1).put(u32::from(tracing))
         | Field::new(6, 8).put(5)
         | Field::new(9, 10).put(2)
         | (1 << 11)
         | (1 << 12)
         | (1 << 31);
-    if family == Family::Gfx12 {
+    if family == Generation::Gfx12 {
         v |= (1 << 14) | Field::new(20, 22).put(4);
     } else {
         v |= (1 << 13) | Field::new(16, 17).put(2);
@@ -140,11 +140,13 @@ const NO_INSTRUCTIONS: u32 = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 5) | (1 << 8
 
 /// SQ_THREAD_TRACE_TOKEN_MASK from GFX11 on: registers SQDEC, SHDEC, GFXUDEC, COMP and CONTEXT,
 /// BOP events, and on GFX12 no barrier waits and no CP_ME_MC_RADDR writes.
-fn token_mask(family: Family, itrace: bool) -> u32 {
+fn token_mask(family: Generation, itrace: bool) -> u32 {
     let exclude = if itrace { 0 } else { NO_INSTRUCTIONS };
     let reg_include = Field::new(16, 23).put(0x1F);
     match family {
-        Family::Gfx12 => reg_include | exclude | (1 << 13) | (1 << 14) | Field::new(26, 28).put(2),
+        Generation::Gfx12 => {
+            reg_include | exclude | (1 << 13) | (1 << 14) | Field::new(26, 28).put(2)
+        }
         _ => reg_include | exclude | (1 << 12),
     }
 }
@@ -241,7 +243,7 @@ pub fn start(gpu: &Gpu, wgps: &[Vec<u32>], size: u64, address: u64) -> Result<Ve
         let program = |b: &mut Builder| -> Result<(), Error> {
             select(b, family, se, 0);
             match family {
-                Family::Gfx9 => {
+                Generation::Gfx9 => {
                     // Mesa: "order seems important" for BASE2, BASE, SIZE and CTRL.
                     b.set_uconfig(r(Reg::Base2)?, Field::new(0, 3).put(hi));
                     b.set_uconfig(r(Reg::Base)?, lo);
@@ -257,7 +259,7 @@ pub fn start(gpu: &Gpu, wgps: &[Vec<u32>], size: u64, address: u64) -> Result<Ve
                     b.set_uconfig(r(Reg::Status)?, 0); // clears UTC_ERROR
                     b.set_uconfig(r(Reg::Mode)?, gfx9_mode(true));
                 }
-                Family::Gfx11 => {
+                Generation::Gfx11 => {
                     // Mesa: "order seems important" for BUF0_SIZE then BUF0_BASE.
                     b.set_uconfig(
                         r(Reg::Buf0Size)?,
@@ -268,7 +270,7 @@ pub fn start(gpu: &Gpu, wgps: &[Vec<u32>], size: u64, address: u64) -> Result<Ve
                     b.set_uconfig(r(Reg::TokenMask)?, token_mask(family, itrace));
                     b.set_uconfig(r(Reg::Ctrl)?, ctrl(family, true));
                 }
-                Family::Gfx12 => {
+                Generation::Gfx12 => {
                     b.set_uconfig(r(Reg::Buf0Size)?, size_field.put(pages));
                     b.set_uconfig(r(Reg::Buf0BaseLo)?, lo);
                     b.set_uconfig(
@@ -280,6 +282,7 @@ pub fn start(gpu: &Gpu, wgps: &[Vec<u32>], size: u64, address: u64) -> Result<Ve
                     b.set_uconfig(r(Reg::TokenMask)?, token_mask(family, itrace));
                     b.set_uconfig(r(Reg::Ctrl)?, ctrl(family, true));
                 }
+                _ => unreachable!("regs::family gives GFX9, GFX11 or GFX12"),
             }
             Ok(())
         };
@@ -323,7 +326,7 @@ pub fn stop(gpu: &Gpu, wgps: &[Vec<u32>], address: u64) -> Result<Vec<u32>, Erro
         r(Reg::Wptr)?,
     );
     let off = match family {
-        Family::Gfx9 => r(Reg::Mode)?,
+        Generation::Gfx9 => r(Reg::Mode)?,
         _ => r(Reg::Ctrl)?,
     };
     let (done, busy) = (status::finish_done(family), status::busy(family));
@@ -341,7 +344,7 @@ pub fn stop(gpu: &Gpu, wgps: &[Vec<u32>], address: u64) -> Result<Vec<u32>, Erro
         let (_, se) = gpu.locate(e);
         per_engine(&mut b, gpu, e, |b| {
             select(b, family, se, 0);
-            if family == Family::Gfx9 {
+            if family == Generation::Gfx9 {
                 b.set_uconfig(off, gfx9_mode(false));
             } else {
                 b.wait_reg(func::NOT_EQUAL, st, 0, done.mask());
@@ -365,7 +368,7 @@ pub fn stop(gpu: &Gpu, wgps: &[Vec<u32>], address: u64) -> Result<Vec<u32>, Erro
 /// `ac_sqtt_copy_info_regs`): the buffer's own 32-byte units, in the pointer's 29 bits, are
 /// taken off here, on the host, since [`stop`] does not know where the buffers are.
 pub fn length(gpu: &Gpu, buffer: u64, word: u32) -> u64 {
-    let family = gpu.gc.family().unwrap_or(Family::Gfx11);
+    let family = regs::family(gpu.gc).unwrap_or(Generation::Gfx11);
     let field = regs::wptr_offset(family);
     let units = field.get(word);
     let units = if gpu.gc.major == 11 && gpu.gc.minor == 0 {

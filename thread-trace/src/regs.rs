@@ -3,7 +3,7 @@
 //! `gc_9_4_3`, `gc_11_0_0`, `gc_11_5_0` and `gc_12_0_0` offset and sh_mask headers (segment 0 of
 //! GC at dword 0x2000 on GFX9 and 0x1260 from GFX11 on, segment 1 at 0xA000).
 
-use crate::gpu::{Family, GcVersion};
+use crate::gpu::{GcVersion, Generation};
 use crate::Error;
 
 /// A register the programs use.
@@ -83,9 +83,23 @@ impl Reg {
     ];
 }
 
+/// The register family of GC `gc` (the generation whose thread-trace registers it has), if
+/// this crate knows it: GC 9.4.2, 9.4.3 and 9.5.0 (CDNA 2, 3 and 4), 11.0.x and 11.5.x (RDNA 3,
+/// 3.5), 12.0.x (RDNA 4). The families: GFX9 has SQ_THREAD_TRACE_BASE/BASE2/SIZE/MODE, a GFX9
+/// layout; GFX11 SQ_THREAD_TRACE_BUF0_BASE and BUF0_SIZE (with the address's top bits); GFX12
+/// SQ_THREAD_TRACE_BUF0_SIZE, BUF0_BASE_LO and BUF0_BASE_HI.
+pub fn family(gc: GcVersion) -> Option<Generation> {
+    match (gc.major, gc.minor, gc.step) {
+        (9, 4, 2) | (9, 4, 3) | (9, 5, 0) => Some(Generation::Gfx9),
+        (11, 0, _) | (11, 5, _) => Some(Generation::Gfx11),
+        (12, 0, _) => Some(Generation::Gfx12),
+        _ => None,
+    }
+}
+
 /// The dword address of `reg` in `family`, if the family has it.
-pub fn address_in(family: Family, reg: Reg) -> Option<u32> {
-    use Family::*;
+pub fn address_in(family: Generation, reg: Reg) -> Option<u32> {
+    use Generation::*;
     use Reg::*;
     Some(match (family, reg) {
         (_, GrbmGfxIndex) => 0xC200,
@@ -119,7 +133,7 @@ pub fn address_in(family: Family, reg: Reg) -> Option<u32> {
 
 /// The dword address of `reg` on GC `gc`, or the error that it lacks it.
 pub fn address(gc: GcVersion, reg: Reg) -> Result<u32, Error> {
-    gc.family()
+    family(gc)
         .and_then(|f| address_in(f, reg))
         .ok_or(Error::MissingRegister {
             gc,
@@ -128,7 +142,7 @@ pub fn address(gc: GcVersion, reg: Reg) -> Result<u32, Error> {
 }
 
 /// The name of the register at dword `addr` in `family`, for printing programs.
-pub fn name_at(family: Family, addr: u32) -> Option<&'static str> {
+pub fn name_at(family: Generation, addr: u32) -> Option<&'static str> {
     Reg::ALL
         .iter()
         .find(|&&r| address_in(family, r) == Some(addr))
@@ -178,7 +192,7 @@ impl Field {
 /// GRBM_GFX_INDEX fields (GFX12's engine index is 4 bits wide, its array index 2).
 pub mod grbm {
     use super::Field;
-    use crate::gpu::Family;
+    use crate::gpu::Generation;
     pub const INSTANCE_INDEX: Field = Field::new(0, 7);
     pub const SA_INDEX: Field = Field::new(8, 15);
     pub const SE_INDEX: Field = Field::new(16, 23);
@@ -189,8 +203,8 @@ pub mod grbm {
     /// Every engine, array and instance.
     pub const BROADCAST: u32 = SA_BROADCAST | INSTANCE_BROADCAST | SE_BROADCAST;
 
-    pub fn se_index(family: Family) -> Field {
-        if family == Family::Gfx12 {
+    pub fn se_index(family: Generation) -> Field {
+        if family == Generation::Gfx12 {
             SE_INDEX_GFX12
         } else {
             SE_INDEX
@@ -201,34 +215,34 @@ pub mod grbm {
 /// SQ_THREAD_TRACE_STATUS fields.
 pub mod status {
     use super::Field;
-    use crate::gpu::Family;
+    use crate::gpu::Generation;
     /// FINISH_DONE and BUSY by family.
-    pub fn finish_done(f: Family) -> Field {
+    pub fn finish_done(f: Generation) -> Field {
         match f {
-            Family::Gfx9 => Field::new(16, 25),
+            Generation::Gfx9 => Field::new(16, 25),
             _ => Field::new(12, 23),
         }
     }
-    pub fn busy(f: Family) -> Field {
+    pub fn busy(f: Generation) -> Field {
         match f {
-            Family::Gfx9 => Field::new(30, 30),
+            Generation::Gfx9 => Field::new(30, 30),
             _ => Field::new(25, 25),
         }
     }
 }
 
 /// SQ_THREAD_TRACE_WPTR's offset in 32-byte units (29 bits from GFX11 on, 30 on GFX9).
-pub fn wptr_offset(f: Family) -> Field {
+pub fn wptr_offset(f: Generation) -> Field {
     match f {
-        Family::Gfx9 => Field::new(0, 29),
+        Generation::Gfx9 => Field::new(0, 29),
         _ => Field::new(0, 28),
     }
 }
 
 /// The buffer size fields, in 4096-byte pages: 22 bits in every family.
-pub fn size_field(f: Family) -> Field {
+pub fn size_field(f: Generation) -> Field {
     match f {
-        Family::Gfx11 => Field::new(8, 29),
+        Generation::Gfx11 => Field::new(8, 29),
         _ => Field::new(0, 21),
     }
 }

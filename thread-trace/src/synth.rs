@@ -40,8 +40,14 @@ pub struct Encoder {
 }
 
 impl Encoder {
-    /// A stream of `generation`, with its header on RDNA.
+    /// A stream of `generation`, with its header on RDNA. Only the generations the decoders
+    /// read ([`crate::decode::decodes`]: GFX9, GFX11, GFX12) have streams; a `_` arm below is
+    /// GFX9's or GFX12's, as it says.
     pub fn new(generation: Generation) -> Self {
+        assert!(
+            crate::decode::decodes(generation),
+            "no trace stream of {generation} is known"
+        );
         let mut e = Encoder {
             generation,
             units: Vec::new(),
@@ -51,16 +57,14 @@ impl Encoder {
             waves: Vec::new(),
             markers: Vec::new(),
         };
-        match generation {
-            Generation::Rdna3 => e.put(0x11 | (3 << 7), 16),
-            Generation::Rdna4 => e.put(0x11 | (4 << 7), 16),
-            Generation::Cdna => {}
+        if let Some(layout) = crate::decode::layout(generation) {
+            e.put(0x11 | (u128::from(layout) << 7), 16);
         }
         e
     }
 
     fn unit_bits(&self) -> usize {
-        if self.generation == Generation::Cdna {
+        if self.generation == Generation::Gfx9 {
             16
         } else {
             4
@@ -69,7 +73,7 @@ impl Encoder {
 
     /// Cycles per delta unit: 4 on CDNA, 1 on RDNA.
     pub fn scale(&self) -> u64 {
-        if self.generation == Generation::Cdna {
+        if self.generation == Generation::Gfx9 {
             4
         } else {
             1
@@ -105,7 +109,7 @@ impl Encoder {
     pub fn flush(&mut self) {
         let d = std::mem::take(&mut self.pending);
         match self.generation {
-            Generation::Cdna => {
+            Generation::Gfx9 => {
                 let mut units = d / 4;
                 while units > 0 {
                     let k = units.min(255);
@@ -113,11 +117,11 @@ impl Encoder {
                     units -= k;
                 }
             }
-            Generation::Rdna3 | Generation::Rdna4 => {
+            _ => {
                 if (4..=19).contains(&d) {
                     self.put(0b1000 | (u128::from(d - 4) << 4), 2);
                 } else if d > 0 {
-                    let units = if self.generation == Generation::Rdna3 {
+                    let units = if self.generation == Generation::Gfx11 {
                         12
                     } else {
                         16
@@ -140,9 +144,8 @@ impl Encoder {
 
     fn cu(&self, s: Slot) -> u32 {
         match self.generation {
-            Generation::Cdna => s.wgp | (s.sa << 4),
-            Generation::Rdna3 => s.wgp | (s.sa << 3),
-            Generation::Rdna4 => s.wgp | (s.sa << 4),
+            Generation::Gfx11 => s.wgp | (s.sa << 3),
+            _ => s.wgp | (s.sa << 4), // GFX9 and GFX12
         }
     }
 
@@ -161,7 +164,7 @@ impl Encoder {
     /// field when it fits.
     pub fn start(&mut self, s: Slot, inline: bool) {
         match self.generation {
-            Generation::Cdna => {
+            Generation::Gfx9 => {
                 let d = self.inline_delta(inline, 1);
                 let w = 3 | (d << 4) | (u64::from(s.sa & 1) << 5) | (u64::from(s.wgp & 0xF) << 6);
                 let w = w | (u64::from(s.slot & 0xF) << 10) | (u64::from(s.simd & 3) << 14);
@@ -169,7 +172,7 @@ impl Encoder {
             }
             g => {
                 let d = self.inline_delta(inline, 3);
-                let (wgp_mask, slot_at) = if g == Generation::Rdna3 {
+                let (wgp_mask, slot_at) = if g == Generation::Gfx11 {
                     (7, 13)
                 } else {
                     (0xF, 15)
@@ -188,7 +191,7 @@ impl Encoder {
     /// A wave of `s` ends.
     pub fn end(&mut self, s: Slot, inline: bool) {
         match self.generation {
-            Generation::Cdna => {
+            Generation::Gfx9 => {
                 let d = self.inline_delta(inline, 1);
                 let w = 6 | (d << 4) | (u64::from(s.sa & 1) << 5) | (u64::from(s.wgp & 0xF) << 6);
                 let w = w | (u64::from(s.slot & 0xF) << 10) | (u64::from(s.simd & 3) << 14);
@@ -196,7 +199,7 @@ impl Encoder {
             }
             g => {
                 let d = self.inline_delta(inline, 7);
-                let wgp_mask = if g == Generation::Rdna3 { 7 } else { 0xF };
+                let wgp_mask = if g == Generation::Gfx11 { 7 } else { 0xF };
                 let w =
                     0b10101 | (d << 5) | (u64::from(s.sa & 1) << 8) | (u64::from(s.simd & 3) << 9);
                 let w = w | (u64::from(s.wgp & wgp_mask) << 11) | (u64::from(s.slot & 0x1F) << 15);
@@ -222,8 +225,7 @@ impl Encoder {
     /// A realtime marker reading `realtime` (RDNA; nothing on CDNA, which has none).
     pub fn marker(&mut self, realtime: u64) {
         match self.generation {
-            Generation::Cdna => {}
-            Generation::Rdna3 => {
+            Generation::Gfx11 => {
                 self.flush();
                 let v = realtime & ((1 << 36) - 1);
                 self.put(0x01 | (1 << 9) | (u128::from(v) << 12), 12);
@@ -232,7 +234,7 @@ impl Encoder {
                     realtime: v,
                 });
             }
-            Generation::Rdna4 => {
+            Generation::Gfx12 => {
                 self.flush();
                 let v = realtime & ((1 << 52) - 1);
                 self.put(0x01 | (1 << 7) | (u128::from(v) << 12), 16);
@@ -241,6 +243,7 @@ impl Encoder {
                     realtime: v,
                 });
             }
+            _ => {} // GFX9
         }
     }
 
@@ -254,7 +257,7 @@ impl Encoder {
     /// instruction, issue, user-data or register token).
     pub fn other(&mut self, pick: usize, payload: u128) {
         match self.generation {
-            Generation::Cdna => {
+            Generation::Gfx9 => {
                 const TYPES: [(u16, usize); 6] =
                     [(10, 1), (13, 2), (12, 3), (2, 4), (5, 3), (14, 4)];
                 let (ty, words) = TYPES[pick % TYPES.len()];
@@ -263,7 +266,7 @@ impl Encoder {
                 self.put(v & ((1u128 << (16 * words)) - 1), words);
             }
             g => {
-                let (kinds, tables) = if g == Generation::Rdna3 {
+                let (kinds, tables) = if g == Generation::Gfx11 {
                     (&RDNA3, &TABLES3)
                 } else {
                     (&RDNA4, &TABLES4)
@@ -292,7 +295,7 @@ impl Encoder {
     /// The stream's bytes (a last odd nibble padded with 0, which is a NOP).
     pub fn bytes(&self) -> Vec<u8> {
         match self.generation {
-            Generation::Cdna => self.units.iter().flat_map(|w| w.to_le_bytes()).collect(),
+            Generation::Gfx9 => self.units.iter().flat_map(|w| w.to_le_bytes()).collect(),
             _ => self
                 .units
                 .chunks(2)

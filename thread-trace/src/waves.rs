@@ -84,7 +84,7 @@ thread_local! {
 
 /// The stream `gpu`'s engines write, or the RDNA 3 one for a GC of no known generation.
 fn generation(gpu: &Gpu) -> Generation {
-    gpu.generation().unwrap_or(Generation::Rdna3)
+    gpu.generation().unwrap_or(Generation::Gfx11)
 }
 
 /// The waves that start and end in `trace`, one shader engine's bytes as `gpu` wrote them, in
@@ -211,7 +211,7 @@ impl ClockMap {
 /// two or the last two. `None` for a trace of fewer than two markers at distinct shader times,
 /// such as any GFX9 trace.
 pub fn clock(gpu: &Gpu, trace: &[u8]) -> Option<ClockMap> {
-    if generation(gpu) == Generation::Cdna {
+    if generation(gpu) == Generation::Gfx9 {
         return None;
     }
     let mut kept: Vec<Marker> = Vec::new();

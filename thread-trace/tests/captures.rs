@@ -117,11 +117,11 @@ fn every_capture_decodes_to_its_end() {
         let left = c.data.len() - s.consumed;
         assert!(left < 32, "{name}: {left} bytes left undecoded");
         match g {
-            Generation::Rdna3 => assert_eq!(header_layout(&c.data), Some(3), "{name}"),
-            Generation::Rdna4 => assert_eq!(header_layout(&c.data), Some(4), "{name}"),
-            Generation::Cdna => {}
+            Generation::Gfx11 => assert_eq!(header_layout(&c.data), Some(3), "{name}"),
+            Generation::Gfx12 => assert_eq!(header_layout(&c.data), Some(4), "{name}"),
+            _ => {}
         }
-        if g != Generation::Cdna {
+        if g != Generation::Gfx9 {
             assert_eq!(s.layout, header_layout(&c.data), "{name}");
         }
         let ws = waves(&gpu, &c.data);
@@ -138,12 +138,12 @@ fn every_capture_decodes_to_its_end() {
             );
         }
         match g {
-            Generation::Cdna => assert!(clock(&gpu, &c.data).is_none(), "{name}: a GFX9 clock"),
+            Generation::Gfx9 => assert!(clock(&gpu, &c.data).is_none(), "{name}: a GFX9 clock"),
             // GFX11 engines write a marker every 4096 clocks (CTRL.RT_FREQ). GFX12 has no
             // RT_FREQ: in these captures only the engines that trace instructions and ran waves
             // wrote markers, and every one of those did.
             g => {
-                let expected = g == Generation::Rdna3 || (c.itrace && !ws.is_empty());
+                let expected = g == Generation::Gfx11 || (c.itrace && !ws.is_empty());
                 let m = clock(&gpu, &c.data);
                 assert_eq!(
                     m.is_some(),

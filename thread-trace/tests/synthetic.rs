@@ -9,14 +9,15 @@ use sqtt_thread_trace::{clock, markers, waves, GcVersion, Generation, Gpu, Marke
 
 fn gpu(g: Generation) -> Gpu {
     let gc = match g {
-        Generation::Cdna => GcVersion::new(9, 4, 3),
-        Generation::Rdna3 => GcVersion::new(11, 0, 0),
-        Generation::Rdna4 => GcVersion::new(12, 0, 1),
+        Generation::Gfx9 => GcVersion::new(9, 4, 3),
+        Generation::Gfx11 => GcVersion::new(11, 0, 0),
+        Generation::Gfx12 => GcVersion::new(12, 0, 1),
+        other => panic!("no trace stream of {other}"),
     };
     Gpu::new(gc, 1)
 }
 
-const ALL: [Generation; 3] = [Generation::Cdna, Generation::Rdna3, Generation::Rdna4];
+const ALL: [Generation; 3] = [Generation::Gfx9, Generation::Gfx11, Generation::Gfx12];
 
 /// Zero bytes after a trace: NOPs on RDNA, MISC tokens of no time on CDNA, as the hardware pads
 /// up to a whole 32-byte unit.
@@ -35,24 +36,25 @@ enum Ev {
 fn slot_for(g: Generation, raw: (u32, u32, u32, u32)) -> Slot {
     let (sa, wgp, simd, slot) = raw;
     match g {
-        Generation::Cdna => Slot {
+        Generation::Gfx9 => Slot {
             sa: sa & 1,
             wgp: wgp & 0xF,
             simd: simd & 3,
             slot: slot & 0xF,
         },
-        Generation::Rdna3 => Slot {
+        Generation::Gfx11 => Slot {
             sa: sa & 1,
             wgp: wgp & 7,
             simd: simd & 3,
             slot: slot & 0x1F,
         },
-        Generation::Rdna4 => Slot {
+        Generation::Gfx12 => Slot {
             sa: sa & 1,
             wgp: wgp & 0xF,
             simd: simd & 3,
             slot: slot & 0x1F,
         },
+        other => panic!("no trace stream of {other}"),
     }
 }
 
@@ -97,15 +99,15 @@ fn events(far: u64) -> impl Strategy<Value = Vec<Ev>> {
 
 fn generation() -> impl Strategy<Value = Generation> {
     prop_oneof![
-        Just(Generation::Cdna),
-        Just(Generation::Rdna3),
-        Just(Generation::Rdna4)
+        Just(Generation::Gfx9),
+        Just(Generation::Gfx11),
+        Just(Generation::Gfx12)
     ]
 }
 
 fn case() -> impl Strategy<Value = (Generation, Vec<Slot>, Vec<Ev>)> {
     generation().prop_flat_map(|g| {
-        let far = if g == Generation::Cdna {
+        let far = if g == Generation::Gfx9 {
             1 << 10
         } else {
             1 << 24
@@ -222,7 +224,7 @@ proptest! {
     fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..2048), header in any::<bool>()) {
         for g in ALL {
             let mut data = Vec::new();
-            if header && g != Generation::Cdna {
+            if header && g != Generation::Gfx9 {
                 data.extend_from_slice(&Encoder::new(g).bytes());
             }
             data.extend_from_slice(&bytes);
@@ -292,7 +294,7 @@ fn waves_come_in_the_order_they_end_and_name_their_unit() {
         let ws = waves(&gpu(g), &e.bytes());
         let s = e.scale();
         let shift = match g {
-            Generation::Rdna3 => 3,
+            Generation::Gfx11 => 3,
             _ => 4,
         };
         assert_eq!(
@@ -320,7 +322,7 @@ fn waves_come_in_the_order_they_end_and_name_their_unit() {
 
 #[test]
 fn the_time_packet_adds_four() {
-    for g in [Generation::Rdna3, Generation::Rdna4] {
+    for g in [Generation::Gfx11, Generation::Gfx12] {
         let k = key(g, 0, 0, 0, 0);
         let mut e = Encoder::new(g);
         e.start(k, false);
@@ -350,7 +352,7 @@ fn an_empty_trace_has_no_waves_and_no_clock() {
 
 #[test]
 fn two_markers_at_one_time_give_no_clock() {
-    for g in [Generation::Rdna3, Generation::Rdna4] {
+    for g in [Generation::Gfx11, Generation::Gfx12] {
         let mut e = Encoder::new(g);
         e.marker(100);
         e.marker(200);
@@ -369,11 +371,11 @@ fn two_markers_at_one_time_give_no_clock() {
 
 #[test]
 fn gfx9_has_no_clock() {
-    let mut e = Encoder::new(Generation::Cdna);
+    let mut e = Encoder::new(Generation::Gfx9);
     e.marker(1);
     e.gap(10);
     e.marker(2);
-    assert!(clock(&gpu(Generation::Cdna), &e.bytes()).is_none());
+    assert!(clock(&gpu(Generation::Gfx9), &e.bytes()).is_none());
 }
 
 #[test]
@@ -386,9 +388,9 @@ fn every_truncation_of_every_capture_is_safe() {
         dir.display()
     );
     for (arch, g) in [
-        ("gfx1100", Generation::Rdna3),
-        ("gfx1200", Generation::Rdna4),
-        ("gfx950", Generation::Cdna),
+        ("gfx1100", Generation::Gfx11),
+        ("gfx1200", Generation::Gfx12),
+        ("gfx950", Generation::Gfx9),
     ] {
         let data = std::fs::read(dir.join(arch).join("gemm_run_0/kern0_se0.att")).unwrap();
         let full = waves(&gpu(g), &data);
@@ -413,9 +415,9 @@ fn every_truncation_of_every_capture_is_safe() {
 fn wide_timestamps_at_odd_nibbles() {
     // A layout-4 timestamp holds 52 bits up to the packet's bit 63: at an odd nibble its top
     // nibble lies in the byte after the first eight.
-    for g in [Generation::Rdna3, Generation::Rdna4] {
+    for g in [Generation::Gfx11, Generation::Gfx12] {
         for nops in 0..4 {
-            let wide = if g == Generation::Rdna4 {
+            let wide = if g == Generation::Gfx12 {
                 0xF_1234_5678_9ABC
             } else {
                 0xF_8765_4321
@@ -476,11 +478,11 @@ fn a_clock_needs_two_increasing_markers() {
 fn times_that_wrap_do_not_panic() {
     // 8192 layout-4 timestamps of the widest delta pass 2^64 cycles: a corrupt trace, decoded all
     // the same (in debug builds, where an overflow would panic).
-    for g in [Generation::Rdna3, Generation::Rdna4] {
+    for g in [Generation::Gfx11, Generation::Gfx12] {
         let mut e = Encoder::new(g);
         let k = key(g, 0, 0, 0, 0);
         e.start(k, false);
-        let widest = if g == Generation::Rdna3 {
+        let widest = if g == Generation::Gfx11 {
             (1u64 << 36) - 1
         } else {
             (1u64 << 52) - 1
@@ -495,7 +497,7 @@ fn times_that_wrap_do_not_panic() {
         let mut bytes = e.bytes();
         // Timestamps of the widest field, written by hand so that their sum wraps.
         let unit: u128 = 0x01 | (u128::from(widest) << 12);
-        let nibbles = if g == Generation::Rdna3 { 12 } else { 16 };
+        let nibbles = if g == Generation::Gfx11 { 12 } else { 16 };
         let mut extra = Vec::new();
         for _ in 0..(1 << 13) {
             for i in 0..nibbles {

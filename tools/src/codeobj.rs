@@ -164,23 +164,11 @@ impl CodeObject {
     }
 }
 
-/// Wave size of a gfxip name: wave64 on gfx9 (CDNA), wave32 on gfx10+.
+/// Wave size of a gfxip name: wave64 on gfx9 (CDNA), wave32 on gfx10+; wave64 when unknown.
 pub fn default_wave_size(gfxip: Option<&str>) -> u32 {
-    match gfxip {
-        Some(g) => {
-            let digits: String = g
-                .trim_start_matches("gfx")
-                .chars()
-                .take_while(|c| c.is_ascii_digit())
-                .collect();
-            if digits.starts_with('9') || digits.is_empty() {
-                64
-            } else {
-                32
-            }
-        }
-        None => 64,
-    }
+    gfxip
+        .and_then(sqtt_gfx::Generation::of_name)
+        .map_or(64, sqtt_gfx::Generation::default_wave_size)
 }
 
 /// Demangles an Itanium C++ name when it is one (a kernel descriptor's `.kd` suffix is

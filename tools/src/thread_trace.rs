@@ -229,10 +229,8 @@ fn read_trace(path: &std::path::Path) -> Result<Vec<u8>> {
 
 /// Warns when an RDNA file's header names another layout than the GPU's.
 fn check_layout(path: &std::path::Path, gpu: &Gpu, g: Generation, data: &[u8]) {
-    let want = match g {
-        Generation::Rdna3 => 3,
-        Generation::Rdna4 => 4,
-        Generation::Cdna => return,
+    let Some(want) = sqtt_thread_trace::decode::layout(g) else {
+        return;
     };
     match header_layout(data) {
         Some(l) if l == want => {}
@@ -401,11 +399,7 @@ pub enum ThreadTraceAction {
     },
 }
 
-fn print_program(
-    family: sqtt_thread_trace::Family,
-    words: &[u32],
-    out: &mut dyn Write,
-) -> Result<()> {
+fn print_program(family: Generation, words: &[u32], out: &mut dyn Write) -> Result<()> {
     let packets = pm4::read(words)
         .map_err(|at| anyhow::anyhow!("word {at} does not start a whole packet"))?;
     for p in &packets {
@@ -462,10 +456,7 @@ pub fn run_thread_trace(args: &ThreadTraceArgs, out: &mut dyn Write) -> Result<(
             (s, words)
         }
     };
-    let family = shape
-        .gpu
-        .gc
-        .family()
+    let family = sqtt_thread_trace::regs::family(shape.gpu.gc)
         .ok_or_else(|| usage(format!("--gc {}: unknown family", shape.gpu.gc)))?;
     print_program(family, &words, out)
 }
