@@ -59,8 +59,8 @@ impl Generation {
     /// The generation of a gfx name: its row's; for a name the table lacks, its major by
     /// LLVM's naming (`gfx` major, minor, stepping: one hex digit each for the last two, so
     /// `gfx1170` is gfx11); for a bare major such as rocprofv3's `gfxip` (`gfx11`), that major's.
-    /// Feature suffixes (`gfx90a:xnack+`) are ignored. Only tools that must read names newer
-    /// than the table use this; the plugin needs the row.
+    /// Feature suffixes (`gfx90a:xnack+`) are ignored. Readers of names newer than the
+    /// table use this: the trace tools, and the plugin for a processor its table lacks.
     pub fn of_name(name: &str) -> Option<Generation> {
         if let Some((target, _)) = Target::parse(name) {
             return Some(target.generation);

@@ -13,9 +13,15 @@ pub struct Target {
 
 impl Target {
     /// The target of `cpu` (`gfx90a`, `gfx90a:xnack+`, `gfx1100`, ...) with LLVM features
-    /// `features`, if it is a gfx9-or-later processor of the table.
+    /// `features`, if it is a gfx9-or-later processor. A processor newer than the table (an
+    /// LLVM that knows more parts than this plugin) is instrumented by its generation, from
+    /// LLVM's naming rule: the generation's facts hold for it, and its own columns (clock
+    /// packing) stay off.
     pub fn from_cpu(cpu: &str, features: &str) -> Option<Target> {
-        let (gfx, _) = sqtt_gfx::Target::parse(cpu)?;
+        let gfx = match sqtt_gfx::Target::parse(cpu) {
+            Some((row, _)) => row,
+            None => unlisted_row(cpu)?,
+        };
         gfx.generation.is_instrumented().then(|| Target {
             gfx,
             wave_size: gfx.wave_size(features),
@@ -49,6 +55,27 @@ impl Target {
     }
 }
 
+/// A row for a gfx9+ processor the table lacks, made once per name (a compiler process sees a
+/// handful of processors at most, so the rows are kept for its lifetime).
+fn unlisted_row(cpu: &str) -> Option<&'static sqtt_gfx::Target> {
+    use std::sync::{Mutex, OnceLock};
+    static ROWS: OnceLock<Mutex<Vec<&'static sqtt_gfx::Target>>> = OnceLock::new();
+    let name = cpu.split(':').next()?.trim().to_ascii_lowercase();
+    let generation = sqtt_gfx::Generation::of_name(&name)?;
+    if !generation.is_instrumented() {
+        return None;
+    }
+    let mut rows = ROWS.get_or_init(Default::default).lock().ok()?;
+    if let Some(row) = rows.iter().find(|r| r.name == name) {
+        return Some(row);
+    }
+    let name: &'static str = Box::leak(name.into_boxed_str());
+    let row: &'static sqtt_gfx::Target =
+        Box::leak(Box::new(sqtt_gfx::Target::new(name, generation)));
+    rows.push(row);
+    Some(row)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,9 +87,22 @@ mod tests {
         let t = Target::from_cpu("gfx1100", "+wavefrontsize64").unwrap();
         assert_eq!(t.wave_size, 64);
         assert_eq!(Target::from_cpu("gfx1030", "").unwrap().wave_size, 32);
-        for cpu in ["x86-64", "", "gfx803", "gfx1199"] {
+        for cpu in ["x86-64", "", "gfx803", "gfx1310", "gfx", "gfx12x"] {
             assert!(Target::from_cpu(cpu, "").is_none(), "{cpu}");
         }
+        // Newer than the table: its generation's facts, no clock packing, one row per name.
+        let t = Target::from_cpu("gfx1199:xnack-", "").unwrap();
+        assert_eq!(
+            (t.gfx.name, t.gfx.generation),
+            ("gfx1199", sqtt_gfx::Generation::Gfx11)
+        );
+        assert_eq!(t.wave_size, 32);
+        let u = Target::from_cpu("gfx12ff", "").unwrap();
+        assert!(!u.supports_clock_packing());
+        assert!(std::ptr::eq(
+            u.gfx,
+            Target::from_cpu("gfx12ff", "").unwrap().gfx
+        ));
         let packs = Target::from_cpu("gfx1250", "")
             .unwrap()
             .supports_clock_packing();
