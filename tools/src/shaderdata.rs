@@ -52,11 +52,7 @@ struct Columns([u8; MAX_ROW]);
 
 impl Columns {
     fn default_order() -> Columns {
-        let mut c = [u8::MAX; MAX_ROW];
-        for (i, slot) in c.iter_mut().enumerate().take(COLS) {
-            *slot = i as u8;
-        }
-        Columns(c)
+        DEFAULT_ORDER
     }
 
     /// The columns of a `records_schema`: the first column of each name is used.
@@ -426,6 +422,96 @@ fn plain_rows<F: FnMut(&Record)>(
     }
 }
 
+const ASCII_ZEROS: u64 = 0x3030_3030_3030_3030;
+const HIGH_NIBBLES: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+const POW10: [u64; 9] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+/// How many of the 8 bytes of `v` (first byte lowest) are ASCII digits before the first that
+/// is not.
+#[inline(always)]
+fn digit_run(v: u64) -> usize {
+    // A digit is 0x30..=0x39: high nibble 3, and still 3 after adding 6. A carry out of a
+    // byte that is no digit only reaches bytes after it.
+    let bad = ((v & HIGH_NIBBLES) ^ ASCII_ZEROS)
+        | ((v.wrapping_add(0x0606_0606_0606_0606) & HIGH_NIBBLES) ^ ASCII_ZEROS);
+    if bad == 0 {
+        8
+    } else {
+        bad.trailing_zeros() as usize / 8
+    }
+}
+
+/// The value of the first `n` (1..=8) bytes of `v`, all ASCII digits, most significant first.
+#[inline(always)]
+fn digits_value(v: u64, n: usize) -> u64 {
+    // Drop the bytes after the digits; the digits' places below become zeros.
+    let mut d = v.wrapping_sub(ASCII_ZEROS) << (8 * (8 - n));
+    d = (d.wrapping_mul(10) + (d >> 8)) & 0x00FF_00FF_00FF_00FF;
+    d = (d.wrapping_mul(100) + (d >> 16)) & 0x0000_FFFF_0000_FFFF;
+    (d.wrapping_mul(10_000) + (d >> 32)) & 0xFFFF_FFFF
+}
+
+/// The decimal number at `b[i..]` (possibly no digits at all): its value and the index after
+/// it. Eight bytes at a time while that many are left.
+#[inline(always)]
+fn number(b: &[u8], start: usize) -> Result<(u64, usize), RowFault> {
+    let (mut x, mut i) = (0u64, start);
+    while let Some(chunk) = b.get(i..i + 8) {
+        let v = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        let n = digit_run(v);
+        if n == 0 {
+            return Ok((x, i));
+        }
+        if i - start + n > 19 {
+            return number_checked(b, start);
+        }
+        x = x * POW10[n] + digits_value(v, n);
+        i += n;
+        if n < 8 {
+            return Ok((x, i));
+        }
+    }
+    while i < b.len() {
+        let d = b[i].wrapping_sub(b'0');
+        if d > 9 {
+            return Ok((x, i));
+        }
+        if i - start == 19 {
+            return number_checked(b, start);
+        }
+        x = x * 10 + u64::from(d);
+        i += 1;
+    }
+    Err(RowFault::Cut)
+}
+
+/// [`number`] for 20 digits and more: `Odd` past `u64::MAX`.
+#[cold]
+fn number_checked(b: &[u8], mut i: usize) -> Result<(u64, usize), RowFault> {
+    let mut x = 0u64;
+    while let Some(d) = b.get(i).map(|c| c.wrapping_sub(b'0')).filter(|d| *d <= 9) {
+        x = x
+            .checked_mul(10)
+            .and_then(|y| y.checked_add(u64::from(d)))
+            .ok_or(RowFault::Odd)?;
+        i += 1;
+    }
+    if i == b.len() {
+        return Err(RowFault::Cut);
+    }
+    Ok((x, i))
+}
+
 /// Why [`parse_row`] did not give a row.
 enum RowFault {
     /// Not a row of plain non-negative integers (or one that does not fit), or not a row.
@@ -438,7 +524,76 @@ enum RowFault {
 /// gives the record and the index after its ']'. Takes only what serde reads the same way:
 /// no leading zeros, no signs, fractions or exponents, nothing past `u64::MAX`.
 #[inline(always)]
-fn parse_row(b: &[u8], mut i: usize, cols: &Columns) -> Result<(Record, usize), RowFault> {
+fn parse_row(b: &[u8], i: usize, cols: &Columns) -> Result<(Record, usize), RowFault> {
+    if cols.0 == DEFAULT_ORDER.0 {
+        // The order rocprofv3 writes, six columns: the fields straight into the record.
+        if let Some(row) = parse_default_row(b, i) {
+            return Ok(row);
+        }
+    }
+    parse_any_row(b, i, cols)
+}
+
+const DEFAULT_ORDER: Columns = {
+    let mut c = [u8::MAX; MAX_ROW];
+    let mut i = 0;
+    while i < COLS {
+        c[i] = i as u8;
+        i += 1;
+    }
+    Columns(c)
+};
+
+/// One field of a row in [`parse_default_row`]: the number and the index after its separator,
+/// if the separator is `sep`.
+#[inline(always)]
+fn default_field(b: &[u8], mut i: usize, sep: u8) -> Option<(u64, usize)> {
+    while i < b.len() && is_ws(b[i]) {
+        i += 1;
+    }
+    let start = i;
+    let (x, mut i) = number(b, i).ok()?;
+    if i == start || (b[start] == b'0' && i - start > 1) {
+        return None;
+    }
+    while i < b.len() && is_ws(b[i]) {
+        i += 1;
+    }
+    (b.get(i) == Some(&sep)).then_some((x, i + 1))
+}
+
+/// [`parse_any_row`] for a row of exactly six plain numbers in the default order; `None` for
+/// anything else (which that then reads).
+#[inline(always)]
+fn parse_default_row(b: &[u8], mut i: usize) -> Option<(Record, usize)> {
+    while i < b.len() && is_ws(b[i]) {
+        i += 1;
+    }
+    if b.get(i) != Some(&b'[') {
+        return None;
+    }
+    let (time, i) = default_field(b, i + 1, b',')?;
+    let (value, i) = default_field(b, i, b',')?;
+    let (cu, i) = default_field(b, i, b',')?;
+    let (simd, i) = default_field(b, i, b',')?;
+    let (wave_id, i) = default_field(b, i, b',')?;
+    let (flags, i) = default_field(b, i, b']')?;
+    Some((
+        Record {
+            time,
+            value: value as u32,
+            cu: cu as u32,
+            simd: simd as u32,
+            wave_id: wave_id as u32,
+            flags: flags as u32,
+        },
+        i,
+    ))
+}
+
+/// [`parse_row`] for any column order and width.
+#[inline(always)]
+fn parse_any_row(b: &[u8], mut i: usize, cols: &Columns) -> Result<(Record, usize), RowFault> {
     while i < b.len() && is_ws(b[i]) {
         i += 1;
     }
@@ -454,26 +609,8 @@ fn parse_row(b: &[u8], mut i: usize, cols: &Columns) -> Result<(Record, usize), 
             i += 1;
         }
         let start = i;
-        let mut x = 0u64;
-        while i < b.len() {
-            let d = b[i].wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            // Up to 19 digits always fit in a u64.
-            if i - start < 19 {
-                x = x * 10 + u64::from(d);
-            } else {
-                match x.checked_mul(10).and_then(|y| y.checked_add(u64::from(d))) {
-                    Some(y) => x = y,
-                    None => return Err(RowFault::Odd),
-                }
-            }
-            i += 1;
-        }
-        if i == b.len() {
-            return Err(RowFault::Cut);
-        }
+        let x;
+        (x, i) = number(b, i)?;
         if i == start || (b[start] == b'0' && i - start > 1) {
             return Err(RowFault::Odd);
         }
@@ -664,6 +801,33 @@ mod tests {
         assert_eq!(v[1].time, 8);
         // A negative number goes to serde, which rejects it for a u64 field.
         assert!(read(r#"{"records":[[-1,2,3,4,5,6]]}"#, 64).is_err());
+    }
+
+    #[test]
+    fn numbers_eight_bytes_at_a_time_match_byte_by_byte() {
+        let mut x = 0x1234_5678_9abc_def1u64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let digits = (x % 23) as usize;
+            let mut text: String = (0..digits)
+                .map(|k| char::from(b'0' + ((x >> (k % 60)) % 10) as u8))
+                .collect();
+            text.push_str([",", "]", " ", ":", "/", "\u{ff}"][(x % 6) as usize]);
+            text.push_str(&"9".repeat((x % 9) as usize));
+            let b = text.as_bytes();
+            let want = match b.iter().take_while(|c| c.is_ascii_digit()).count() {
+                n if n == b.len() => Err(()),
+                n => text[..n].parse::<u64>().map(|v| (v, n)).or(if n == 0 {
+                    Ok((0, 0))
+                } else {
+                    Err(())
+                }),
+            };
+            let got = number(b, 0).map_err(|_| ());
+            assert_eq!(got, want, "{text}");
+        }
     }
 
     #[test]
