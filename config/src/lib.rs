@@ -4,128 +4,43 @@
 //! file and the environment into one [`Settings`], validates it, and hands it to the plugin as
 //! `SQTT_*` variables ([`Settings::to_env`]); the plugin reads them back with
 //! [`Settings::from_env`]. Both sides therefore accept the same values and give them the same
-//! meaning.
+//! meaning. Every setting is one row of [`setting::SETTINGS`], from which the parsing, the
+//! messages, the exported variables, the plugin options and the generated documentation
+//! ([`docs`]) are read.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub mod docs;
 pub mod file;
 mod parse;
+pub mod setting;
 
-pub use parse::KNOWN_TOML_KEYS;
+pub use setting::{Setting, SETTINGS};
 
 /// Name of the configuration file looked up from the working directory upward.
 pub const CONFIG_FILE_NAME: &str = "sqtt.toml";
 
-/// Environment variables that carry settings (read by both driver and plugin).
+/// The variables that the driver and the plugin read or set themselves, beside the table. Those
+/// of [`setting::SETTINGS`] rows are the rows' own names; the rest are no settings of
+/// `sqtt.toml` and never reach [`Settings`].
 pub mod var {
-    pub const ENABLED: &str = "SQTT_ENABLED";
-    pub const INSTRUMENT_FUNCTIONS: &str = "SQTT_INSTRUMENT_FUNCTIONS";
-    pub const INSTRUMENT_BARRIERS: &str = "SQTT_INSTRUMENT_BARRIERS";
-    pub const INSTRUMENT_MEMORY: &str = "SQTT_INSTRUMENT_MEMORY";
-    pub const MEM_BARRIER: &str = "SQTT_MEM_BARRIER";
-    pub const TRACE_ADDRESSES: &str = "SQTT_TRACE_ADDRESSES";
-    pub const SHADER_CLOCK_BITS: &str = "SQTT_SHADER_CLOCK_BITS";
-    pub const SHADER_CLOCK_SHIFT: &str = "SQTT_SHADER_CLOCK_SHIFT";
-    pub const SCOPE_WAVE: &str = "SQTT_SCOPE_WAVE";
-    pub const SCOPE_SIMD: &str = "SQTT_SCOPE_SIMD";
-    pub const SCOPE_CU: &str = "SQTT_SCOPE_CU";
-    pub const SCOPE_WG: &str = "SQTT_SCOPE_WG";
+    use crate::setting;
+
+    /// The driver's switch, also set for `--sqtt-launch`'s command.
+    pub const ENABLED: &str = setting::ENABLED.var;
     /// Driver only: path of the real hipcc.
-    pub const HIPCC: &str = "SQTT_HIPCC";
+    pub const HIPCC: &str = setting::HIPCC.var;
+    /// Driver only: print what the wrapper does on stderr.
+    pub const VERBOSE: &str = setting::VERBOSE.var;
     /// Driver only: path of sqtt.toml.
     pub const CONFIG: &str = "SQTT_CONFIG";
-    /// Driver only: print what the wrapper does on stderr.
-    pub const VERBOSE: &str = "SQTT_VERBOSE";
     /// Driver only: path of the plugin shared object.
     pub const PLUGIN: &str = "SQTT_PLUGIN";
     /// Set by the driver on `-fgpu-rdc` compile steps: the plugin only places bare markers and
     /// records its ledger; IDs and the funcmap are made once, at device link time, for all
     /// translation units together.
     pub const DEFER_TO_LINK: &str = "SQTT_DEFER_TO_LINK";
-
-    /// Every variable that carries an instrumentation setting, in the order `to_env` writes them.
-    pub const SETTINGS: &[&str] = &[
-        INSTRUMENT_FUNCTIONS,
-        INSTRUMENT_BARRIERS,
-        INSTRUMENT_MEMORY,
-        MEM_BARRIER,
-        TRACE_ADDRESSES,
-        SHADER_CLOCK_BITS,
-        SHADER_CLOCK_SHIFT,
-        SCOPE_WAVE,
-        SCOPE_SIMD,
-        SCOPE_CU,
-        SCOPE_WG,
-    ];
-}
-
-/// A plugin option (LLVM `cl::opt`, given as `-mllvm -sqtt-marker-<setting>=VALUE`): one per
-/// instrumentation setting, named as AMD's pass names them, overriding the variable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PluginOption {
-    /// The option, without its dash: `sqtt-marker-mem-barrier`.
-    pub name: &'static str,
-    /// The variable it overrides.
-    pub var: &'static str,
-    /// What `-help-hidden` shows after `=`.
-    pub value_desc: &'static str,
-}
-
-/// Every plugin option, in the order of [`var::SETTINGS`].
-pub const PLUGIN_OPTIONS: &[PluginOption] = &[
-    option(
-        "sqtt-marker-instrument-functions",
-        var::INSTRUMENT_FUNCTIONS,
-        "N|cost:N",
-    ),
-    option(
-        "sqtt-marker-instrument-barriers",
-        var::INSTRUMENT_BARRIERS,
-        "0|1",
-    ),
-    option(
-        "sqtt-marker-instrument-memory",
-        var::INSTRUMENT_MEMORY,
-        "N:M|off",
-    ),
-    option(
-        "sqtt-marker-mem-barrier",
-        var::MEM_BARRIER,
-        "none|asm|fence",
-    ),
-    option(
-        "sqtt-marker-trace-addresses",
-        var::TRACE_ADDRESSES,
-        "memory|lds|memory,lds|off",
-    ),
-    option(
-        "sqtt-marker-shader-clock-bits",
-        var::SHADER_CLOCK_BITS,
-        "bits",
-    ),
-    option(
-        "sqtt-marker-shader-clock-shift",
-        var::SHADER_CLOCK_SHIFT,
-        "bits",
-    ),
-    option("sqtt-marker-scope-wave", var::SCOPE_WAVE, "mask"),
-    option("sqtt-marker-scope-simd", var::SCOPE_SIMD, "mask"),
-    option("sqtt-marker-scope-cu", var::SCOPE_CU, "mask"),
-    option("sqtt-marker-scope-wg", var::SCOPE_WG, "mask"),
-];
-
-const fn option(name: &'static str, var: &'static str, value_desc: &'static str) -> PluginOption {
-    PluginOption {
-        name,
-        var,
-        value_desc,
-    }
-}
-
-/// The plugin option that overrides a variable.
-pub fn option_of(var_name: &str) -> Option<&'static PluginOption> {
-    PLUGIN_OPTIONS.iter().find(|o| o.var == var_name)
 }
 
 /// Automatic function entry/exit instrumentation threshold.
@@ -388,11 +303,10 @@ impl Settings {
     pub fn from_toml_str(text: &str, path: &Path) -> Result<Settings, ConfigError> {
         let mut s = Settings::default();
         let keys = parse::apply_toml(&mut s, text, path)?;
-        s.validate_named(&|var| {
-            let key = name_to_key(var);
-            keys.iter().any(|k| k == key).then(|| Origin::File {
+        s.validate_named(&|row| {
+            set_by(&keys, row).then(|| Origin::File {
                 path: path.to_path_buf(),
-                key: key.to_string(),
+                key: row.key.to_string(),
             })
         })?;
         Ok(s)
@@ -430,60 +344,50 @@ impl Settings {
         let options = s.apply_options(&option)?;
         // A conflict names the option that set a setting, else the key of the file for a
         // setting the file made and no variable replaced, else the variable.
-        s.validate_named(&|var| {
-            if options.contains(&var) {
-                return option_of(var).map(|o| Origin::Option(o.name));
+        s.validate_named(&|row| {
+            if set_by(&options, row) {
+                return row.option.map(Origin::Option);
             }
-            let key = name_to_key(var);
             match file {
-                Some(path) if !vars.contains(&var) && keys.iter().any(|k| k == key) => {
-                    Some(Origin::File {
-                        path: path.to_path_buf(),
-                        key: key.to_string(),
-                    })
-                }
+                Some(path) if !set_by(&vars, row) && set_by(&keys, row) => Some(Origin::File {
+                    path: path.to_path_buf(),
+                    key: row.key.to_string(),
+                }),
                 _ => None,
             }
         })?;
         Ok(s)
     }
 
-    /// Applies the given plugin options and returns the variables they stand for. An option
-    /// given with an empty value (`-sqtt-marker-scope-cu=`) counts as not given, as an empty
-    /// variable does.
-    fn apply_options<O>(&mut self, option: &O) -> Result<Vec<&'static str>, ConfigError>
+    /// Applies the given plugin options and returns their settings. An option given with an
+    /// empty value (`-sqtt-marker-scope-cu=`) counts as not given, as an empty variable does.
+    fn apply_options<O>(&mut self, option: &O) -> Result<Vec<&'static Setting>, ConfigError>
     where
         O: Fn(&str) -> Option<String>,
     {
         let mut set = Vec::new();
-        for o in PLUGIN_OPTIONS {
-            if let Some(v) = option(o.name).filter(|v| !v.trim().is_empty()) {
-                parse::apply_value(self, name_to_key(o.var), &v, Origin::Option(o.name))?;
-                set.push(o.var);
+        for row in setting::instrumentation() {
+            let Some(name) = row.option else { continue };
+            if let Some(v) = option(name).filter(|v| !v.trim().is_empty()) {
+                parse::apply_value(self, row, &v, Origin::Option(name))?;
+                set.push(row);
             }
         }
         Ok(set)
     }
 
-    /// Applies the set variables (an empty or all-blank value counts as unset) and returns them.
-    fn apply_env<F>(&mut self, get: &F) -> Result<Vec<&'static str>, ConfigError>
+    /// Applies the set variables (an empty or all-blank value counts as unset) and returns
+    /// their settings.
+    fn apply_env<F>(&mut self, get: &F) -> Result<Vec<&'static Setting>, ConfigError>
     where
         F: Fn(&str) -> Option<String>,
     {
-        let read = |name: &'static str| get(name).filter(|v| !v.trim().is_empty());
         let mut set = Vec::new();
-        for name in [var::ENABLED, var::VERBOSE]
-            .iter()
-            .chain(var::SETTINGS.iter())
-        {
-            if let Some(v) = read(name) {
-                parse::apply_value(self, name_to_key(name), &v, Origin::Env(name))?;
-                set.push(*name);
+        for row in SETTINGS {
+            if let Some(v) = get(row.var).filter(|v| !v.trim().is_empty()) {
+                parse::apply_value(self, row, &v, Origin::Env(row.var))?;
+                set.push(row);
             }
-        }
-        if let Some(v) = read(var::HIPCC) {
-            self.hipcc = Some(PathBuf::from(v));
-            set.push(var::HIPCC);
         }
         Ok(set)
     }
@@ -495,17 +399,14 @@ impl Settings {
         if !self.enabled {
             return out;
         }
-        for (var, key, mask) in [
-            (var::SCOPE_WAVE, "scope.wave", self.scope.wave),
-            (var::SCOPE_SIMD, "scope.simd", self.scope.simd),
-            (var::SCOPE_CU, "scope.cu", self.scope.cu),
-            (var::SCOPE_WG, "scope.wg", self.scope.wg),
-        ] {
-            if mask == 0 {
+        for row in SETTINGS.iter().filter(|r| r.toml == setting::Toml::Mask) {
+            if parse::parse_mask(&(row.get)(self)) == Some(0) {
                 out.push(format!(
-                    "{var} (`{key}`) is 0: it selects no {}, so no marker can ever be emitted; \
+                    "{} (`{}`) is 0: it selects no {}, so no marker can ever be emitted; \
                      use -1 for all",
-                    key.trim_start_matches("scope.")
+                    row.var,
+                    row.key,
+                    row.key.trim_start_matches("scope.")
                 ));
             }
         }
@@ -517,37 +418,43 @@ impl Settings {
         self.validate_named(&|_| None)
     }
 
-    /// [`Settings::validate`], naming a setting by `origin(var)`: the key of a configuration
+    /// [`Settings::validate`], naming a setting by `origin(row)`: the key of a configuration
     /// file or the plugin option its value came from, `None` for the variable.
     fn validate_named(
         &self,
-        origin: &dyn Fn(&'static str) -> Option<Origin>,
+        origin: &dyn Fn(&Setting) -> Option<Origin>,
     ) -> Result<(), ConfigError> {
-        let name = |var: &'static str, value: String| match origin(var) {
-            Some(Origin::File { path, key }) => format!("`{key} = {value}` in {}", path.display()),
-            Some(Origin::Option(o)) => format!("-{o}={value}"),
-            Some(Origin::Env(_)) | None => format!("{var}={value}"),
+        use setting::{INSTRUMENT_MEMORY, SHADER_CLOCK_BITS, SHADER_CLOCK_SHIFT, TRACE_ADDRESSES};
+        let name = |row: &Setting| {
+            let value = (row.get)(self);
+            match origin(row) {
+                Some(Origin::File { path, key }) => {
+                    format!("`{key} = {value}` in {}", path.display())
+                }
+                Some(Origin::Option(o)) => format!("-{o}={value}"),
+                Some(Origin::Env(_)) | None => format!("{}={value}", row.var),
+            }
         };
-        if let (true, Some(memory)) = (self.trace_addresses.is_on(), self.instrument_memory) {
+        if self.trace_addresses.is_on() && self.instrument_memory.is_some() {
             return Err(ConfigError::MutuallyExclusive {
-                first: name(var::TRACE_ADDRESSES, self.trace_addresses.to_string()),
-                second: name(var::INSTRUMENT_MEMORY, memory.to_string()),
+                first: name(&TRACE_ADDRESSES),
+                second: name(&INSTRUMENT_MEMORY),
                 why: "address tracing already emits a marker for every memory operation; \
                       unset one of them",
             });
         }
         if self.shader_clock_bits != 0 && self.trace_addresses.is_on() {
             return Err(ConfigError::Conflict {
-                first: name(var::SHADER_CLOCK_BITS, self.shader_clock_bits.to_string()),
-                second: name(var::TRACE_ADDRESSES, self.trace_addresses.to_string()),
+                first: name(&SHADER_CLOCK_BITS),
+                second: name(&TRACE_ADDRESSES),
                 why: "address-trace markers carry payload records, which require the shader \
                       clock bits to be 0",
             });
         }
         if self.shader_clock_bits + self.shader_clock_shift > 32 {
             return Err(ConfigError::Conflict {
-                first: name(var::SHADER_CLOCK_BITS, self.shader_clock_bits.to_string()),
-                second: name(var::SHADER_CLOCK_SHIFT, self.shader_clock_shift.to_string()),
+                first: name(&SHADER_CLOCK_BITS),
+                second: name(&SHADER_CLOCK_SHIFT),
                 why: "the clock window (bits + shift) must fit the 32-bit shader-clock low word",
             });
         }
@@ -562,42 +469,16 @@ impl Settings {
     /// The `SQTT_*` variables that reproduce these instrumentation settings exactly
     /// (`Settings::from_env(to_env)` gives the same instrumentation settings back).
     pub fn to_env(&self) -> Vec<(&'static str, String)> {
-        let hex = |m: u32| format!("0x{m:X}");
-        vec![
-            (
-                var::INSTRUMENT_FUNCTIONS,
-                self.instrument_functions.to_string(),
-            ),
-            (
-                var::INSTRUMENT_BARRIERS,
-                u8::from(self.instrument_barriers).to_string(),
-            ),
-            (
-                var::INSTRUMENT_MEMORY,
-                self.instrument_memory
-                    .map(|m| m.to_string())
-                    .unwrap_or_else(|| "off".into()),
-            ),
-            (var::MEM_BARRIER, self.mem_barrier.name().into()),
-            (var::TRACE_ADDRESSES, self.trace_addresses.to_string()),
-            (var::SHADER_CLOCK_BITS, self.shader_clock_bits.to_string()),
-            (var::SHADER_CLOCK_SHIFT, self.shader_clock_shift.to_string()),
-            (var::SCOPE_WAVE, hex(self.scope.wave)),
-            (var::SCOPE_SIMD, hex(self.scope.simd)),
-            (var::SCOPE_CU, hex(self.scope.cu)),
-            (var::SCOPE_WG, hex(self.scope.wg)),
-        ]
+        setting::instrumentation()
+            .map(|row| (row.var, (row.get)(self)))
+            .collect()
     }
 
     /// The plugin options that reproduce these instrumentation settings exactly, as clang's
     /// `-mllvm` values (`-sqtt-marker-mem-barrier=fence`, ...), in the order of [`Settings::to_env`].
     pub fn to_plugin_options(&self) -> Vec<String> {
-        self.to_env()
-            .into_iter()
-            .map(|(var, value)| {
-                let o = option_of(var).expect("every setting variable has a plugin option");
-                format!("-{}={value}", o.name)
-            })
+        setting::instrumentation()
+            .filter_map(|row| Some(format!("-{}={}", row.option?, (row.get)(self))))
             .collect()
     }
 
@@ -611,25 +492,9 @@ impl Settings {
     }
 }
 
-/// The TOML key that a variable sets.
-pub fn name_to_key(var_name: &str) -> &'static str {
-    match var_name {
-        var::ENABLED => "enabled",
-        var::VERBOSE => "verbose",
-        var::INSTRUMENT_FUNCTIONS => "instrument_functions",
-        var::INSTRUMENT_BARRIERS => "instrument_barriers",
-        var::INSTRUMENT_MEMORY => "instrument_memory",
-        var::MEM_BARRIER => "mem_barrier",
-        var::TRACE_ADDRESSES => "trace_addresses",
-        var::SHADER_CLOCK_BITS => "shader_clock_bits",
-        var::SHADER_CLOCK_SHIFT => "shader_clock_shift",
-        var::SCOPE_WAVE => "scope.wave",
-        var::SCOPE_SIMD => "scope.simd",
-        var::SCOPE_CU => "scope.cu",
-        var::SCOPE_WG => "scope.wg",
-        var::HIPCC => "hipcc",
-        _ => "",
-    }
+/// Whether `row` is among the settings `set`.
+fn set_by(set: &[&Setting], row: &Setting) -> bool {
+    set.iter().any(|s| s.var == row.var)
 }
 
 /// Finds `sqtt.toml` in `start` or the nearest directory above it.

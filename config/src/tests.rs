@@ -237,13 +237,14 @@ fn scope_filter_activity() {
     assert!(!Scope::filters(0xFFFF, 4));
 }
 
+/// The generated example (the checked-in file is compared with it below) sets every key to its
+/// default.
 #[test]
 fn the_example_file_holds_every_key_at_its_default() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sqtt.toml.example");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let s = Settings::from_toml_str(&text, &path).unwrap();
+    let text = docs::toml_example();
+    let s = Settings::from_toml_str(&text, Path::new("sqtt.toml.example")).unwrap();
     assert_eq!(s, Settings::default());
-    for key in KNOWN_TOML_KEYS {
+    for key in SETTINGS.iter().map(|row| row.key) {
         let bare = key.trim_start_matches("scope.");
         assert!(
             text.lines()
@@ -441,19 +442,25 @@ fn a_zero_scope_mask_warns_that_no_marker_can_be_emitted() {
 }
 
 #[test]
-fn every_setting_has_a_plugin_option_named_as_amds_pass_names_it() {
-    assert_eq!(PLUGIN_OPTIONS.len(), var::SETTINGS.len());
-    for (o, var) in PLUGIN_OPTIONS.iter().zip(var::SETTINGS) {
-        assert_eq!(o.var, *var);
-        // sqtt-marker-<toml key with `_` and `.` as `-`>: AMD's spelling (mem-barrier, scope-cu).
-        let expected = format!("sqtt-marker-{}", name_to_key(var).replace(['_', '.'], "-"));
-        assert_eq!(o.name, expected);
-    }
+fn every_instrumentation_setting_has_a_plugin_option_named_as_amds_pass_names_it() {
     assert_eq!(
-        option_of(var::SCOPE_CU).unwrap().name,
-        "sqtt-marker-scope-cu"
+        setting::instrumentation().count(),
+        Settings::default().to_plugin_options().len()
     );
-    assert!(option_of(var::ENABLED).is_none());
+    for row in SETTINGS {
+        // sqtt-marker-<toml key with `_` and `.` as `-`>: AMD's spelling (mem-barrier, scope-cu).
+        let expected = format!("sqtt-marker-{}", row.key.replace(['_', '.'], "-"));
+        match row.option {
+            Some(o) => assert_eq!(o, expected),
+            // The wrapper's own settings: the plugin does not act on them.
+            None => assert!(
+                ["enabled", "hipcc", "verbose"].contains(&row.key),
+                "{row:?}"
+            ),
+        }
+    }
+    assert_eq!(setting::SCOPE_CU.option, Some("sqtt-marker-scope-cu"));
+    assert_eq!(setting::ENABLED.option, None);
 }
 
 #[test]
@@ -544,4 +551,128 @@ fn a_bad_option_value_names_the_option_and_a_conflict_names_it_too() {
             && e.contains("mutually exclusive"),
         "{e}"
     );
+}
+
+#[test]
+fn every_row_is_named_once_and_reads_back_its_own_text() {
+    use std::collections::HashSet;
+    let mut names = HashSet::new();
+    for row in SETTINGS {
+        for name in [Some(row.var), Some(row.key), row.option]
+            .into_iter()
+            .flatten()
+        {
+            assert!(names.insert(name), "{name} named twice");
+        }
+        assert_eq!(
+            row.var,
+            format!("SQTT_{}", row.key.replace('.', "_").to_ascii_uppercase())
+        );
+        assert_eq!(setting::by_var(row.var).map(|r| r.key), Some(row.key));
+        // `get` is what `set` reads: the default's text gives the default back.
+        let text = row.default_text();
+        let mut s = Settings::default();
+        if !text.is_empty() {
+            assert_eq!((row.set)(&mut s, &text), Some(()), "{row:?}: {text}");
+        }
+        assert_eq!(s, Settings::default(), "{row:?}");
+        assert!(!row.forms.is_empty() && !row.doc.is_empty() && !row.values.is_empty());
+    }
+    assert!(setting::SHADER_CLOCK_BITS
+        .forms
+        .ends_with(&format!("to {MAX_SHADER_CLOCK_BITS}")));
+    assert_eq!(
+        Settings::default().shader_clock_shift,
+        DEFAULT_SHADER_CLOCK_SHIFT
+    );
+}
+
+/// A value of each row's TOML type other than the accepted ones is an error naming the key,
+/// never a panic; so is every variable with a value no row accepts.
+#[test]
+fn every_row_refuses_bad_values_by_name_in_every_place() {
+    for row in SETTINGS {
+        // Any text is a path.
+        if row.toml != setting::Toml::Path {
+            let err = Settings::from_env(env(&[(row.var, "\u{1}bad")])).unwrap_err();
+            assert!(err.to_string().contains(row.var), "{err}");
+            assert!(err.to_string().contains(row.forms), "{err}");
+        }
+        let (table, bare) = row
+            .key
+            .split_once('.')
+            .map_or((None, row.key), |(t, k)| (Some(t), k));
+        let text = match table {
+            Some(t) => format!("[{t}]\n{bare} = {{ x = 1 }}\n"),
+            None => format!("{bare} = {{ x = 1 }}\n"),
+        };
+        let err = Settings::from_toml_str(&text, &p()).unwrap_err();
+        assert!(
+            err.to_string().contains(&format!("key `{}`", row.key)),
+            "{err}"
+        );
+        if let Some(o) = row.option {
+            let err =
+                Settings::load_with_options(None, env(&[]), env(&[(o, "\u{1}bad")])).unwrap_err();
+            assert!(
+                err.to_string().contains(&format!("plugin option -{o}")),
+                "{err}"
+            );
+        }
+    }
+}
+
+/// sqtt.toml.example and the settings tables of README.md and docs/settings.md are generated
+/// from the rows; `SQTT_BLESS=1` rewrites them.
+#[test]
+fn the_generated_files_match_the_rows() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let bless = std::env::var("SQTT_BLESS").is_ok_and(|v| v == "1");
+    for g in docs::GENERATED {
+        let path = root.join(g.path);
+        let file = std::fs::read_to_string(&path).unwrap();
+        let want = g.apply(&file).unwrap_or_else(|| {
+            panic!(
+                "{} lacks the lines {:?} and {:?} around its generated table",
+                g.path,
+                docs::BEGIN,
+                docs::END
+            )
+        });
+        if bless {
+            if want != file {
+                std::fs::write(&path, &want).unwrap();
+            }
+            continue;
+        }
+        assert!(
+            want == file,
+            "{} is not what config/src/setting.rs generates; {}",
+            g.path,
+            docs::HOW_TO_REGENERATE
+        );
+    }
+}
+
+#[test]
+fn a_generated_table_replaces_only_the_text_between_its_marker_lines() {
+    let g = &docs::GENERATED[1];
+    let file = format!("intro\n{}\nstale\n{}\nafter\n", docs::BEGIN, docs::END);
+    let out = g.apply(&file).unwrap();
+    assert_eq!(
+        out,
+        format!(
+            "intro\n{}\n{}{}\nafter\n",
+            docs::BEGIN,
+            docs::readme_table(),
+            docs::END
+        )
+    );
+    assert_eq!(
+        g.apply(&out).as_deref(),
+        Some(out.as_str()),
+        "applying twice changes nothing"
+    );
+    assert!(g.apply("no markers\n").is_none());
+    assert!(g.apply(&format!("{}\nno end\n", docs::BEGIN)).is_none());
 }

@@ -97,13 +97,20 @@ impl Classified {
     }
 }
 
-/// How an option consumes arguments.
+/// How an option is spelled and which arguments it consumes (clang's option kinds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Arity {
-    /// A flag, or `-opt=value` / `-optVALUE` in one argument.
+enum Form {
+    /// Exactly this argument.
     Flag,
-    /// Takes the next argument when given alone (`-o out`); `-ofile` also accepted.
+    /// Exactly this argument; the next one is its value (`-MF dep.d`).
     Separate,
+    /// Begins with this; the rest of the argument is its value (`-print-file-name=x`).
+    Joined,
+    /// `-o out` or `-oout`.
+    JoinedOrSeparate,
+    /// Begins with this, and the next argument belongs to it too: `-Xarch_<arch> OPTION` passes
+    /// OPTION to one offload arch, so it is never an input.
+    JoinedAndSeparate,
 }
 
 /// Effect of an option on classification.
@@ -125,110 +132,110 @@ enum Effect {
     NoRdc,
     Output,
     Language,
+    /// `-`: standard input, a source when a language is given (`-x hip -`), else nothing.
+    Stdin,
 }
 
-/// Options matched exactly.
-const EXACT: &[(&str, Arity, Effect)] = &[
-    ("--version", Arity::Flag, Effect::Version),
-    ("-version", Arity::Flag, Effect::Version),
-    ("--short-version", Arity::Flag, Effect::Probe),
-    ("--cxxflags", Arity::Flag, Effect::Probe),
-    ("--ldflags", Arity::Flag, Effect::Probe),
-    ("--help", Arity::Flag, Effect::Probe),
-    ("-help", Arity::Flag, Effect::Probe),
-    ("-###", Arity::Flag, Effect::Probe),
-    ("-dumpmachine", Arity::Flag, Effect::Probe),
-    ("-dumpversion", Arity::Flag, Effect::Probe),
-    ("-dumpspecs", Arity::Flag, Effect::Probe),
-    ("-v", Arity::Flag, Effect::Verbose),
-    ("-E", Arity::Flag, Effect::Preprocess),
-    ("-M", Arity::Flag, Effect::Preprocess),
-    ("-MM", Arity::Flag, Effect::Preprocess),
-    ("-c", Arity::Flag, Effect::CompileOnly),
-    ("-S", Arity::Flag, Effect::Assembly),
-    ("-emit-llvm", Arity::Flag, Effect::EmitLlvm),
-    ("-fsyntax-only", Arity::Flag, Effect::SyntaxOnly),
-    ("--cuda-host-only", Arity::Flag, Effect::HostOnly),
-    ("--offload-host-only", Arity::Flag, Effect::HostOnly),
-    ("--cuda-device-only", Arity::Flag, Effect::DeviceOnly),
-    ("--offload-device-only", Arity::Flag, Effect::DeviceOnly),
-    ("--genco", Arity::Flag, Effect::DeviceOnly),
-    ("-fgpu-rdc", Arity::Flag, Effect::Rdc),
-    ("-fno-gpu-rdc", Arity::Flag, Effect::NoRdc),
-    ("-o", Arity::Separate, Effect::Output),
-    ("-x", Arity::Separate, Effect::Language),
+/// The options the classification reads, first match wins. Every other argument that begins
+/// with `-` is an option without effect; every other argument is an input.
+const OPTIONS: &[(&str, Form, Effect)] = &[
+    ("-", Form::Flag, Effect::Stdin),
+    ("--version", Form::Flag, Effect::Version),
+    ("-version", Form::Flag, Effect::Version),
+    ("--short-version", Form::Flag, Effect::Probe),
+    ("--cxxflags", Form::Flag, Effect::Probe),
+    ("--ldflags", Form::Flag, Effect::Probe),
+    ("--help", Form::Flag, Effect::Probe),
+    ("-help", Form::Flag, Effect::Probe),
+    ("-###", Form::Flag, Effect::Probe),
+    ("-dumpmachine", Form::Flag, Effect::Probe),
+    ("-dumpversion", Form::Flag, Effect::Probe),
+    ("-dumpspecs", Form::Flag, Effect::Probe),
+    ("-v", Form::Flag, Effect::Verbose),
+    ("-E", Form::Flag, Effect::Preprocess),
+    ("-M", Form::Flag, Effect::Preprocess),
+    ("-MM", Form::Flag, Effect::Preprocess),
+    ("-c", Form::Flag, Effect::CompileOnly),
+    ("-S", Form::Flag, Effect::Assembly),
+    ("-emit-llvm", Form::Flag, Effect::EmitLlvm),
+    ("-fsyntax-only", Form::Flag, Effect::SyntaxOnly),
+    ("--cuda-host-only", Form::Flag, Effect::HostOnly),
+    ("--offload-host-only", Form::Flag, Effect::HostOnly),
+    ("--cuda-device-only", Form::Flag, Effect::DeviceOnly),
+    ("--offload-device-only", Form::Flag, Effect::DeviceOnly),
+    ("--genco", Form::Flag, Effect::DeviceOnly),
+    ("-fgpu-rdc", Form::Flag, Effect::Rdc),
+    ("-fno-gpu-rdc", Form::Flag, Effect::NoRdc),
     // Options whose value is the next argument (never an input file).
-    ("-MF", Arity::Separate, Effect::None),
-    ("-MT", Arity::Separate, Effect::None),
-    ("-MQ", Arity::Separate, Effect::None),
-    ("-I", Arity::Separate, Effect::None),
-    ("-D", Arity::Separate, Effect::None),
-    ("-U", Arity::Separate, Effect::None),
-    ("-L", Arity::Separate, Effect::None),
-    ("-l", Arity::Separate, Effect::None),
-    ("-F", Arity::Separate, Effect::None),
-    ("-include", Arity::Separate, Effect::None),
-    ("-imacros", Arity::Separate, Effect::None),
-    ("-isystem", Arity::Separate, Effect::None),
-    ("-idirafter", Arity::Separate, Effect::None),
-    ("-iquote", Arity::Separate, Effect::None),
-    ("-isysroot", Arity::Separate, Effect::None),
-    ("-iprefix", Arity::Separate, Effect::None),
-    ("-iwithprefix", Arity::Separate, Effect::None),
-    ("-include-pch", Arity::Separate, Effect::None),
-    ("--sysroot", Arity::Separate, Effect::None),
-    ("-target", Arity::Separate, Effect::None),
-    ("-arch", Arity::Separate, Effect::None),
-    ("-Xlinker", Arity::Separate, Effect::None),
-    ("-Xclang", Arity::Separate, Effect::None),
-    ("-Xarch_device", Arity::Separate, Effect::None),
-    ("-Xarch_host", Arity::Separate, Effect::None),
-    ("-Xoffload-linker", Arity::Separate, Effect::None),
-    ("-Xassembler", Arity::Separate, Effect::None),
-    ("-Xpreprocessor", Arity::Separate, Effect::None),
-    ("-mllvm", Arity::Separate, Effect::None),
-    ("-T", Arity::Separate, Effect::None),
-    ("-u", Arity::Separate, Effect::None),
-    ("-z", Arity::Separate, Effect::None),
-    ("-gcc-toolchain", Arity::Separate, Effect::None),
-    ("--gcc-toolchain", Arity::Separate, Effect::None),
-    ("-B", Arity::Separate, Effect::None),
-    ("-MJ", Arity::Separate, Effect::None),
-    ("-serialize-diagnostics", Arity::Separate, Effect::None),
-    ("--serialize-diagnostics", Arity::Separate, Effect::None),
-    ("-ferror-limit", Arity::Separate, Effect::None),
+    ("-MF", Form::Separate, Effect::None),
+    ("-MT", Form::Separate, Effect::None),
+    ("-MQ", Form::Separate, Effect::None),
+    ("-I", Form::Separate, Effect::None),
+    ("-D", Form::Separate, Effect::None),
+    ("-U", Form::Separate, Effect::None),
+    ("-L", Form::Separate, Effect::None),
+    ("-l", Form::Separate, Effect::None),
+    ("-F", Form::Separate, Effect::None),
+    ("-include", Form::Separate, Effect::None),
+    ("-imacros", Form::Separate, Effect::None),
+    ("-isystem", Form::Separate, Effect::None),
+    ("-idirafter", Form::Separate, Effect::None),
+    ("-iquote", Form::Separate, Effect::None),
+    ("-isysroot", Form::Separate, Effect::None),
+    ("-iprefix", Form::Separate, Effect::None),
+    ("-iwithprefix", Form::Separate, Effect::None),
+    ("-include-pch", Form::Separate, Effect::None),
+    ("--sysroot", Form::Separate, Effect::None),
+    ("-target", Form::Separate, Effect::None),
+    ("-arch", Form::Separate, Effect::None),
+    ("-Xlinker", Form::Separate, Effect::None),
+    ("-Xclang", Form::Separate, Effect::None),
+    ("-Xoffload-linker", Form::Separate, Effect::None),
+    ("-Xassembler", Form::Separate, Effect::None),
+    ("-Xpreprocessor", Form::Separate, Effect::None),
+    ("-mllvm", Form::Separate, Effect::None),
+    ("-T", Form::Separate, Effect::None),
+    ("-u", Form::Separate, Effect::None),
+    ("-z", Form::Separate, Effect::None),
+    ("-gcc-toolchain", Form::Separate, Effect::None),
+    ("--gcc-toolchain", Form::Separate, Effect::None),
+    ("-B", Form::Separate, Effect::None),
+    ("-MJ", Form::Separate, Effect::None),
+    ("-serialize-diagnostics", Form::Separate, Effect::None),
+    ("--serialize-diagnostics", Form::Separate, Effect::None),
+    ("-ferror-limit", Form::Separate, Effect::None),
+    // Options matched by their beginning.
+    ("-print-", Form::Joined, Effect::Probe),
+    ("--print-", Form::Joined, Effect::Probe),
+    ("-o", Form::JoinedOrSeparate, Effect::Output),
+    ("-x", Form::JoinedOrSeparate, Effect::Language),
+    ("--offload-arch=", Form::Joined, Effect::None),
+    ("--rocm-path=", Form::Joined, Effect::None),
+    // -Xarch_device, -Xarch_host, -Xarch_gfx90a, ...
+    ("-Xarch_", Form::JoinedAndSeparate, Effect::None),
 ];
 
-/// Options matched by prefix (joined values: `-ofile`, `-xhip`, `-print-file-name=...`).
-const PREFIX: &[(&str, Effect)] = &[
-    ("-print-", Effect::Probe),
-    ("--print-", Effect::Probe),
-    ("-o", Effect::Output),
-    ("-x", Effect::Language),
-    ("--offload-arch=", Effect::None),
-    ("--rocm-path=", Effect::None),
-];
+/// The row of [`OPTIONS`] an argument that begins with `-` matches, and whether it takes the
+/// next argument: (effect, joined value, takes the next argument).
+fn lookup(a: &str) -> Option<(Effect, Option<&str>, bool)> {
+    OPTIONS.iter().find_map(|&(name, form, effect)| {
+        let exact = a == name;
+        let rest = a.strip_prefix(name);
+        match form {
+            Form::Flag => exact.then_some((effect, None, false)),
+            Form::Separate => exact.then_some((effect, None, true)),
+            Form::Joined => rest.map(|v| (effect, Some(v), false)),
+            Form::JoinedOrSeparate if exact => Some((effect, None, true)),
+            Form::JoinedOrSeparate => rest.map(|v| (effect, Some(v), false)),
+            Form::JoinedAndSeparate => rest.map(|v| (effect, Some(v), true)),
+        }
+    })
+}
 
 /// Extensions of source files.
 const SOURCE_EXT: &[&str] = &[
     "hip", "cu", "cpp", "cc", "cxx", "c++", "cp", "C", "c", "CPP", "ii", "i", "cppm", "hpp", "h",
 ];
-/// Extensions of object and library inputs.
-const OBJECT_EXT: &[&str] = &["o", "obj", "a", "so", "lo", "bc", "ll", "s", "S"];
-
-fn is_object(p: &str) -> bool {
-    let name = Path::new(p)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if name.contains(".so.") {
-        return true;
-    }
-    Path::new(p)
-        .extension()
-        .map(|e| OBJECT_EXT.contains(&e.to_string_lossy().as_ref()))
-        .unwrap_or(false)
-}
 
 fn is_source(p: &str) -> bool {
     Path::new(p)
@@ -445,43 +452,24 @@ pub fn classify(args: &[String]) -> Classified {
     while i < args.len() {
         let a = args[i].as_str();
         i += 1;
-        if a == "-" {
-            if language.is_some() {
-                c.sources.push(PathBuf::from("-"));
-            }
-            continue;
-        }
-        if !a.starts_with('-') || a.len() == 1 {
+        if !a.starts_with('-') {
             if language.as_deref().is_some_and(|l| l != "none") || is_source(a) {
                 c.sources.push(PathBuf::from(a));
-            } else if is_object(a) {
-                c.objects.push(PathBuf::from(a));
             } else {
-                // Unknown file kinds: treat as a linker input like clang does.
+                // Objects, libraries and unknown file kinds: linker inputs, as for clang.
                 c.objects.push(PathBuf::from(a));
             }
             continue;
         }
-        if a.starts_with("-Xarch_") && !EXACT.iter().any(|(n, _, _)| *n == a) {
-            // -Xarch_<arch> OPTION: the next argument is an option for that arch, not an input.
-            i += 1;
+        let Some((effect, joined, separate)) = lookup(a) else {
             continue;
-        }
-        let (effect, value) =
-            if let Some((_, arity, effect)) = EXACT.iter().find(|(name, _, _)| *name == a) {
-                let value = if *arity == Arity::Separate {
-                    let v = args.get(i).cloned();
-                    i += 1;
-                    v
-                } else {
-                    None
-                };
-                (*effect, value)
-            } else if let Some((p, effect)) = PREFIX.iter().find(|(p, _)| a.starts_with(p)) {
-                (*effect, Some(a[p.len()..].to_string()))
-            } else {
-                (Effect::None, None)
-            };
+        };
+        let value = if separate {
+            i += 1;
+            args.get(i - 1).map(String::as_str)
+        } else {
+            joined
+        };
         match effect {
             Effect::None => {}
             Effect::Probe => probe = true,
@@ -500,7 +488,12 @@ pub fn classify(args: &[String]) -> Classified {
             Effect::Rdc => c.rdc = true,
             Effect::NoRdc => c.rdc = false,
             Effect::Output => c.output = value.map(PathBuf::from),
-            Effect::Language => language = value,
+            Effect::Language => language = value.map(str::to_string),
+            Effect::Stdin => {
+                if language.is_some() {
+                    c.sources.push(PathBuf::from("-"));
+                }
+            }
         }
     }
     c.kind = if probe {
@@ -561,10 +554,60 @@ mod tests {
             ("-Xarch_gfx90a -O1 k.o", Link),
             ("-Xarch_gfx90a k.hip", Unknown),
             ("-o k.hip", Unknown),
+            ("-Xarch_device -fno-gpu-rdc k.hip -c", Compile),
+            ("-Xarch_host k.hip", Unknown),
+            ("-Xarch_ k.hip", Unknown),
+            ("-x hip - -c", Compile),
+            ("-xhip -", Compile),
+            ("-c -", Unknown),
+            ("-E -x hip -", Preprocess),
+            ("- k.o -o app", Link),
         ];
         for (args, want) in cases {
             assert_eq!(cl(args).kind, *want, "{args}");
         }
+    }
+
+    #[test]
+    fn no_row_is_shadowed_by_an_earlier_one() {
+        // First match wins: a row that an earlier prefix row already matches would never apply.
+        for (i, &(name, _, effect)) in OPTIONS.iter().enumerate() {
+            let (found, _, _) = lookup(name).unwrap();
+            assert_eq!(found, effect, "{name}");
+            for &(earlier, form, _) in &OPTIONS[..i] {
+                let prefix = matches!(
+                    form,
+                    Form::Joined | Form::JoinedOrSeparate | Form::JoinedAndSeparate
+                );
+                assert!(
+                    !(prefix && name.starts_with(earlier)),
+                    "{name} is shadowed by {earlier}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn stdin_and_xarch_forms() {
+        let c = cl("-x hip - -c -o k.o");
+        assert_eq!(c.sources, vec![PathBuf::from("-")]);
+        assert_eq!(c.output, Some(PathBuf::from("k.o")));
+        // Without a language, `-` is neither a source nor an object.
+        let c = cl("- k.o");
+        assert!(c.sources.is_empty());
+        assert_eq!(c.objects, vec![PathBuf::from("k.o")]);
+        // -Xarch_<arch> takes the next argument, whatever it looks like; the joined arch is not
+        // an input either.
+        for arch in ["device", "host", "gfx90a", "gfx1100"] {
+            let c = cl(&format!("-Xarch_{arch} -o -Xarch_{arch} out.o -c k.hip"));
+            assert_eq!(c.output, None, "{arch}");
+            assert_eq!(c.sources, vec![PathBuf::from("k.hip")], "{arch}");
+            assert!(c.objects.is_empty(), "{arch}");
+        }
+        // Joined and separate values of -o and -x.
+        assert_eq!(cl("-oout k.hip").output, Some(PathBuf::from("out")));
+        assert_eq!(cl("-x hip k.txt").sources, vec![PathBuf::from("k.txt")]);
+        assert_eq!(cl("-xnone k.txt").objects, vec![PathBuf::from("k.txt")]);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use clap::{Arg, ArgAction, Command, ValueHint};
 
-use crate::Fail;
+use crate::error::Error;
 
 /// The wrapper's own options, for completions and the man page (the hipcc pass-through is a
 /// table in args.rs, not clap: everything else goes to hipcc unchanged).
@@ -63,32 +63,24 @@ pub fn wrapper_command() -> Command {
 }
 
 /// `--sqtt-completions=SHELL`: the completion script on stdout.
-pub fn completions(shell: &str) -> Result<i32, Fail> {
+pub fn completions(shell: &str) -> Result<(), Error> {
     use clap_complete::Shell;
-    let sh: Shell = shell.parse().map_err(|_| {
-        Fail::usage(format!(
-            "--sqtt-completions: unknown shell {shell:?}; accepted: bash, zsh, fish, elvish, \
-             powershell"
-        ))
-    })?;
+    let sh: Shell = shell
+        .parse()
+        .map_err(|_| Error::UnknownShell(shell.to_string()))?;
     let mut cmd = wrapper_command();
     clap_complete::generate(sh, &mut cmd, "sqtt-hipcc", &mut std::io::stdout());
-    Ok(0)
+    Ok(())
 }
 
 /// `--sqtt-man` (sqtt-hipcc.1) or `--sqtt-man=check` (sqtt-hipcc-check.1) on stdout.
-pub fn man(which: Option<&str>) -> Result<i32, Fail> {
+pub fn man(which: Option<&str>) -> Result<(), Error> {
     let cmd = match which {
         None | Some("") => wrapper_command(),
         Some("check") => crate::check::command().name("sqtt-hipcc-check"),
-        Some(other) => {
-            return Err(Fail::usage(format!(
-                "--sqtt-man: unknown page {other:?}; accepted: --sqtt-man, --sqtt-man=check"
-            )))
-        }
+        Some(other) => return Err(Error::UnknownManPage(other.to_string())),
     };
     clap_mangen::Man::new(cmd)
         .render(&mut std::io::stdout())
-        .map_err(|e| Fail::usage(format!("cannot write the man page: {e}")))?;
-    Ok(0)
+        .map_err(Error::ManPage)
 }

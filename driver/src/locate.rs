@@ -3,12 +3,12 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use object::{Object, ObjectSection};
 use sha2::{Digest, Sha256};
 
-use crate::Fail;
+use crate::error::Error;
+use crate::launch::{Invocation, Launcher};
 
 /// File name of the plugin.
 pub const PLUGIN_FILE: &str = "libsqtt_plugin.so";
@@ -31,7 +31,7 @@ fn is_executable(p: &Path) -> bool {
 pub fn find_hipcc(
     configured: Option<&Path>,
     getenv: &dyn Fn(&str) -> Option<OsString>,
-) -> Result<PathBuf, Fail> {
+) -> Result<PathBuf, Error> {
     let me = std::env::current_exe().map(|p| canon(&p)).ok();
     let not_me = |p: &Path| me.as_deref() != Some(canon(p).as_path());
     if let Some(p) = configured {
@@ -42,17 +42,10 @@ pub fn find_hipcc(
             p.to_path_buf()
         };
         if !is_executable(&p) {
-            return Err(Fail::usage(format!(
-                "SQTT_HIPCC (or `hipcc` in sqtt.toml) is {}, which is not an executable file",
-                p.display()
-            )));
+            return Err(Error::HipccNotExecutable(p));
         }
         if !not_me(&p) {
-            return Err(Fail::usage(format!(
-                "SQTT_HIPCC (or `hipcc` in sqtt.toml) points at sqtt-hipcc itself ({}); set it \
-                 to the real hipcc",
-                p.display()
-            )));
+            return Err(Error::HipccIsSelf(p));
         }
         return Ok(p);
     }
@@ -69,12 +62,7 @@ pub fn find_hipcc(
             let p = PathBuf::from(DEFAULT_ROCM).join("bin/hipcc");
             (is_executable(&p) && not_me(&p)).then_some(p)
         })
-        .ok_or_else(|| {
-            Fail::usage(format!(
-                "cannot find the real hipcc: set SQTT_HIPCC=/path/to/hipcc, or HIP_PATH/ROCM_PATH, \
-                 or put hipcc on PATH (looked there and in {DEFAULT_ROCM}/bin)"
-            ))
-        })
+        .ok_or(Error::HipccNotFound { rocm: DEFAULT_ROCM })
 }
 
 /// Where ROCm installs when nothing says otherwise.
@@ -172,23 +160,16 @@ fn plugin_candidates(exe_dir: &Path, major: Option<u32>) -> Vec<PathBuf> {
 pub fn find_plugin(
     getenv: &dyn Fn(&str) -> Option<OsString>,
     major: Option<u32>,
-) -> Result<PathBuf, Fail> {
+) -> Result<PathBuf, Error> {
     if let Some(p) = getenv(sqtt_config::var::PLUGIN).filter(|v| !v.is_empty()) {
         let p = PathBuf::from(p);
         if p.is_dir() {
-            return Err(Fail::usage(format!(
-                "SQTT_PLUGIN is {}, which is a directory; set it to the plugin file \
-                 ({PLUGIN_FILE})",
-                p.display()
-            )));
+            return Err(Error::PluginIsDirectory(p));
         }
         if p.is_file() {
             return Ok(p);
         }
-        return Err(Fail::usage(format!(
-            "SQTT_PLUGIN is {}, which does not exist",
-            p.display()
-        )));
+        return Err(Error::PluginMissing(p));
     }
     let exe_dir = std::env::current_exe()
         .ok()
@@ -226,7 +207,7 @@ pub fn find_plugin(
         Some(n) => format!("for LLVM {n} (hipcc's clang is {n})"),
         None => String::new(),
     };
-    Err(Fail::usage(format!(
+    Err(Error::PluginNotFound(format!(
         "cannot find the pass plugin {PLUGIN_FILE} {what} (looked at: {}); {build}, or set \
          SQTT_PLUGIN=/path/to/{PLUGIN_FILE}; or turn instrumentation off with SQTT_ENABLED=0",
         tried.join(", ")
@@ -242,16 +223,16 @@ pub struct PluginInfo {
 
 /// Reads `.sqtt_plugin_info` (`sqtt-plugin;version=X.Y.Z;llvm_major=N`), or else the LLVM major
 /// of a `libLLVM-N.so` the plugin needs.
-pub fn plugin_info(path: &Path) -> Result<PluginInfo, Fail> {
-    let read_err =
-        |e: std::io::Error| Fail::usage(format!("cannot read the plugin {}: {e}", path.display()));
+pub fn plugin_info(path: &Path) -> Result<PluginInfo, Error> {
+    let read_err = |source| Error::PluginUnreadable {
+        path: path.to_path_buf(),
+        source,
+    };
     // Read, never mapped: a plugin rewritten meanwhile gives an error, never SIGBUS.
     let data = sqtt_codeobj::file::read_regular(path, 1 << 30, "the plugin").map_err(read_err)?;
-    let file = object::File::parse(&*data).map_err(|e| {
-        Fail::usage(format!(
-            "the plugin {} is not a shared object: {e}",
-            path.display()
-        ))
+    let file = object::File::parse(&*data).map_err(|e| Error::PluginNotSharedObject {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
     })?;
     let mut info = PluginInfo {
         version: None,
@@ -360,7 +341,7 @@ fn ensure_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 /// The directory holding this build's device headers (markers.hpp and
 /// amd_sqtt_marker/sqtt_marker.h): `<cache>/include-<sha256 prefix>/`, written once (content
 /// addressed, so several versions of sqtt-hipcc never disagree).
-pub fn markers_include_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf, Fail> {
+pub fn markers_include_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf, Error> {
     let mut hash = Sha256::new();
     for (rel, text) in sqtt_markers::HEADERS {
         hash.update(rel.as_bytes());
@@ -381,11 +362,10 @@ pub fn markers_include_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<
     let dir = cache_dir(getenv).join(&dir_rel);
     for (rel, text) in sqtt_markers::HEADERS {
         let file = dir.join(rel);
-        ensure_file(&file, text.as_bytes()).map_err(|e| {
-            Fail::usage(format!(
-                "cannot write {rel} to {}: {e} (set SQTT_CACHE_DIR to a writable directory)",
-                file.display()
-            ))
+        ensure_file(&file, text.as_bytes()).map_err(|source| Error::Headers {
+            header: rel,
+            path: file.clone(),
+            source,
         })?;
     }
     Ok(dir)
@@ -396,7 +376,8 @@ pub fn markers_include_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<
 pub fn hipcc_clang_major(
     hipcc: &Path,
     getenv: &dyn Fn(&str) -> Option<OsString>,
-) -> Result<u32, Fail> {
+    launcher: &mut dyn Launcher,
+) -> Result<u32, Error> {
     let real = canon(hipcc);
     let mtime = |p: &Path| {
         std::fs::metadata(p)
@@ -435,24 +416,26 @@ pub fn hipcc_clang_major(
         }
     }
     let file = cache_dir(getenv).join(&rel);
-    let out = Command::new(hipcc)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .env(DEPTH_VAR, "1")
-        .output()
-        .map_err(|e| Fail::usage(format!("cannot run {} --version: {e}", hipcc.display())))?;
+    let version = Invocation {
+        program: hipcc.to_path_buf(),
+        args: vec!["--version".into()],
+        set_env: vec![(DEPTH_VAR.into(), "1".into())],
+        remove_env: Vec::new(),
+        cwd: None,
+    };
+    let out = launcher
+        .capture(&version)
+        .map_err(|source| Error::ClangVersionProbe {
+            compiler: hipcc.to_path_buf(),
+            source,
+        })?;
     let text = format!(
         "{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let major = parse_clang_major(&text).ok_or_else(|| {
-        Fail::usage(format!(
-            "cannot tell which clang {} uses: `{} --version` printed no \"clang version N\" line",
-            hipcc.display(),
-            hipcc.display()
-        ))
-    })?;
+    let major =
+        parse_clang_major(&text).ok_or_else(|| Error::ClangVersionUnknown(hipcc.to_path_buf()))?;
     let _ = ensure_file(&file, major.to_string().as_bytes());
     Ok(major)
 }
@@ -541,6 +524,44 @@ mod tests {
         assert_eq!(plugin_feature(15), "llvm15-0");
         assert_eq!(plugin_feature(18), "llvm18-0");
         assert_eq!(plugin_feature(21), "llvm21-1");
+    }
+
+    #[test]
+    fn the_clang_major_is_asked_of_hipcc_once_and_cached() {
+        use crate::launch::fake::{Mode, Recorder};
+        let tmp = tempfile::tempdir().unwrap();
+        let hipcc = tmp.path().join("hipcc");
+        executable(&hipcc);
+        let cache = tmp.path().join("cache").into_os_string();
+        let env = move |v: &str| (v == "SQTT_CACHE_DIR").then(|| cache.clone());
+        let mut fake = Recorder::printing("HIP version: 6.2\nAMD clang version 18.0.0git (x)\n");
+        assert_eq!(hipcc_clang_major(&hipcc, &env, &mut fake).unwrap(), 18);
+        let (mode, asked) = &fake.calls[0];
+        assert_eq!(*mode, Mode::Capture);
+        assert_eq!(
+            (asked.program.as_path(), &asked.args[..]),
+            (hipcc.as_path(), &["--version".to_string()][..])
+        );
+        assert_eq!(asked.env(DEPTH_VAR), Some("1"));
+        // The second time from the cache: no process.
+        let mut again = Recorder::printing("clang version 99.0.0");
+        assert_eq!(hipcc_clang_major(&hipcc, &env, &mut again).unwrap(), 18);
+        assert!(again.calls.is_empty());
+        // A rebuilt hipcc (another mtime) is asked again; one that prints no clang version is
+        // an error naming it.
+        std::fs::write(&hipcc, "#!/bin/sh\n# rebuilt\n").unwrap();
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+        std::fs::File::options()
+            .write(true)
+            .open(&hipcc)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        let mut silent = Recorder::printing("");
+        let e = hipcc_clang_major(&hipcc, &env, &mut silent).unwrap_err();
+        assert_eq!(silent.calls.len(), 1);
+        assert!(matches!(e, Error::ClangVersionUnknown(_)), "{e:?}");
+        assert_eq!(e.exit_code(), 2);
     }
 
     #[test]

@@ -8,44 +8,28 @@
 mod args;
 mod check;
 mod docs;
+mod error;
+mod launch;
 mod locate;
+mod plan;
 mod wrap;
-
-/// A failure of the wrapper itself: a message and the exit status.
-#[derive(Debug)]
-pub struct Fail {
-    pub message: String,
-    pub code: i32,
-}
-
-impl Fail {
-    /// A usage or settings error (exit 2; hipcc is not run).
-    pub fn usage(message: String) -> Fail {
-        Fail { message, code: 2 }
-    }
-    /// A failed check (exit 1).
-    pub fn check(message: String) -> Fail {
-        Fail { message, code: 1 }
-    }
-}
 
 fn main() {
     let argv: Vec<String> = std::env::args_os()
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let code = if argv.first().map(String::as_str) == Some("--check") {
-        check::main(&argv[1..])
-    } else {
-        match wrap::main(argv) {
-            Ok(code) => code,
-            Err(f) => {
-                for line in f.message.lines() {
-                    eprintln!("sqtt-hipcc: error: {line}");
-                }
-                f.code
+    if argv.first().map(String::as_str) == Some("--check") {
+        std::process::exit(check::main(&argv[1..]));
+    }
+    match wrap::main(argv, &mut launch::System) {
+        // The compiler's status is ours: its exit code, or the signal that killed it.
+        Ok(status) => status.pass_on(),
+        Err(e) => {
+            for line in e.to_string().lines() {
+                eprintln!("sqtt-hipcc: error: {line}");
             }
+            std::process::exit(e.exit_code());
         }
-    };
-    std::process::exit(code);
+    }
 }

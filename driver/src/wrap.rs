@@ -1,17 +1,18 @@
-//! The wrapper: classify, load settings, locate hipcc and the plugin, run hipcc, check.
+//! The wrapper: its own options, then classify, load settings, plan ([`crate::plan`]) and
+//! carry the plan out: run hipcc through a [`Launcher`], check its outputs.
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use sqtt_codeobj::FuncmapState;
 use sqtt_config::Settings;
 
-use crate::args::{classify, expand_response_files, Classified, StepKind};
-use crate::locate::{self, DEPTH_VAR};
-use crate::Fail;
+use crate::args::{classify, expand_response_files};
+use crate::error::Error;
+use crate::launch::{Launcher, Status};
+use crate::locate;
+use crate::plan::{self, DepFileInputs, OutputCheck, Plan, Request, Toolchain};
 
 /// The wrapper's own options (`--sqtt-*`), removed before hipcc sees the arguments.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -63,7 +64,7 @@ PREFIX/share/doc/sqtt-hipcc/ by install.sh --prefix).
 ";
 
 /// Splits `--sqtt-*` options off the arguments.
-pub fn split_own(argv: &[String]) -> Result<(OwnOptions, Vec<String>), Fail> {
+pub fn split_own(argv: &[String]) -> Result<(OwnOptions, Vec<String>), Error> {
     let mut own = OwnOptions::default();
     let mut rest = Vec::with_capacity(argv.len());
     let mut i = 0;
@@ -84,15 +85,11 @@ pub fn split_own(argv: &[String]) -> Result<(OwnOptions, Vec<String>), Fail> {
                     Some(v) => v,
                     None => {
                         i += 1;
-                        argv.get(i - 1).cloned().ok_or_else(|| {
-                            Fail::usage("--sqtt-config needs a path: --sqtt-config=PATH".into())
-                        })?
+                        argv.get(i - 1).cloned().ok_or(Error::ConfigNeedsPath)?
                     }
                 };
                 if v.is_empty() {
-                    return Err(Fail::usage(
-                        "--sqtt-config needs a path: --sqtt-config=PATH".into(),
-                    ));
+                    return Err(Error::ConfigNeedsPath);
                 }
                 own.config = Some(PathBuf::from(v));
             }
@@ -110,14 +107,7 @@ pub fn split_own(argv: &[String]) -> Result<(OwnOptions, Vec<String>), Fail> {
                 rest.extend(argv[i..].iter().cloned());
                 break;
             }
-            _ => {
-                return Err(Fail::usage(format!(
-                    "unknown option {a}; sqtt-hipcc's own options are --sqtt-config=PATH, \
-                     --sqtt-verbose, --sqtt-include-dir, --sqtt-toolchain, --sqtt-flags[=CLANG], \
-                     --sqtt-launch CMD..., --sqtt-completions=SHELL, --sqtt-man[=check] and --sqtt-help \
-                     (every other option goes to hipcc)"
-                )))
-            }
+            _ => return Err(Error::UnknownOwnOption(a.clone())),
         }
     }
     Ok((own, rest))
@@ -129,6 +119,10 @@ fn getenv(k: &str) -> Option<OsString> {
 
 fn env_string(k: &str) -> Option<String> {
     std::env::var_os(k).map(|v| v.to_string_lossy().into_owned())
+}
+
+fn working_directory() -> Result<PathBuf, Error> {
+    std::env::current_dir().map_err(Error::WorkingDirectory)
 }
 
 /// The configuration file in effect: `--sqtt-config`, `SQTT_CONFIG`, or sqtt.toml found upward.
@@ -143,193 +137,113 @@ fn config_file(own: &OwnOptions, cwd: &Path) -> Option<PathBuf> {
         .or_else(|| sqtt_config::find_config_file(cwd))
 }
 
-fn load_settings(own: &OwnOptions, cwd: &Path) -> Result<Settings, Fail> {
-    let file = config_file(own, cwd);
-    Settings::load(file.as_deref(), env_string).map_err(|e| Fail::usage(e.to_string()))
+fn load_settings(config: Option<&Path>) -> Result<Settings, sqtt_config::ConfigError> {
+    Settings::load(config, env_string)
 }
 
-pub fn main(argv: Vec<String>) -> Result<i32, Fail> {
+/// `sqtt-hipcc ARGS...`: an own option, or hipcc run as [`Plan::wrap`] says. Returns how the
+/// compiler ended (or success for own options); `launcher` starts the processes.
+pub fn main(argv: Vec<String>, launcher: &mut dyn Launcher) -> Result<Status, Error> {
     let (own, args) = split_own(&argv)?;
     if own.help {
         print!("{OWN_OPTIONS_HELP}");
-        return Ok(0);
-    }
-    if own.include_dir {
+    } else if own.include_dir {
         println!("{}", locate::markers_include_dir(&getenv)?.display());
-        return Ok(0);
+    } else if own.toolchain {
+        print_toolchain(&own, launcher)?;
+    } else if let Some(shell) = &own.completions {
+        crate::docs::completions(shell)?;
+    } else if let Some(page) = &own.man {
+        crate::docs::man(page.as_deref())?;
+    } else if let Some(clang) = &own.flags {
+        print_flags(&own, clang.as_deref(), launcher)?;
+    } else if own.launch {
+        return launch(&own, &args, launcher);
+    } else {
+        plan::check_not_nested(&env_string)?;
+        let cwd = working_directory()?;
+        // Classification comes first: it decides how much of the rest happens at all.
+        let step = classify(&expand_response_files(&args, &cwd).map_err(Error::ResponseFiles)?);
+        let config = config_file(&own, &cwd);
+        let settings = load_settings(config.as_deref());
+        let req = Request {
+            args: &args,
+            step: &step,
+            settings: &settings,
+            verbose: own.verbose || plan::verbose_var(&env_string),
+            cwd: &cwd,
+            config_file: config.as_deref(),
+            env: &env_string,
+        };
+        let plan = Plan::wrap(&req, &mut Host { launcher })?;
+        return execute(&plan, launcher);
     }
-    if own.toolchain {
-        return print_toolchain(&own);
+    Ok(Status::SUCCESS)
+}
+
+/// Carries a plan out: notes and trace, the command, then (when it succeeded) the funcmap
+/// check, the dependency file and `--version`'s lines. A failed command's status is returned
+/// as it is, its outputs untouched.
+pub fn execute(plan: &Plan, launcher: &mut dyn Launcher) -> Result<Status, Error> {
+    init_trace(plan.verbose);
+    for note in &plan.notes {
+        eprintln!("{note}");
     }
-    if let Some(shell) = &own.completions {
-        return crate::docs::completions(shell);
-    }
-    if let Some(page) = &own.man {
-        return crate::docs::man(page.as_deref());
-    }
-    if let Some(clang) = &own.flags {
-        return print_flags(&own, clang.as_deref());
-    }
-    if own.launch {
-        return launch(&own, &args);
-    }
-    if getenv(DEPTH_VAR).is_some_and(|v| !v.is_empty()) {
-        return Err(Fail::usage(
-            "sqtt-hipcc is calling itself (the hipcc it found runs sqtt-hipcc again); set \
-             SQTT_HIPCC to the real hipcc"
-                .into(),
-        ));
-    }
-    let cwd = std::env::current_dir()
-        .map_err(|e| Fail::usage(format!("cannot read the working directory: {e}")))?;
-    // Classification comes first: it decides how much of the rest happens at all.
-    let cls = classify(&expand_response_files(&args, &cwd).map_err(Fail::usage)?);
-    let verbose_env = env_string(sqtt_config::var::VERBOSE)
-        .is_some_and(|v| !v.is_empty() && v != "0" && v != "false" && v != "off");
-    match cls.kind {
-        // Identity probes and preprocessing (-E, -M, -MM) go to hipcc untouched, as the issue
-        // asks: what they print must be hipcc's own.
-        StepKind::Probe | StepKind::Preprocess | StepKind::Unknown => {
-            // Settings only to find hipcc; a broken sqtt.toml must not break a probe.
-            let settings = load_settings(&own, &cwd).ok();
-            let configured = settings.as_ref().and_then(|s| s.hipcc.clone()).or_else(|| {
-                env_string(sqtt_config::var::HIPCC)
-                    .filter(|v| !v.is_empty())
-                    .map(PathBuf::from)
-            });
-            let hipcc = locate::find_hipcc(configured.as_deref(), &getenv)?;
-            let verbose =
-                own.verbose || verbose_env || settings.as_ref().is_some_and(|s| s.verbose);
-            init_trace(verbose);
-            // Preprocessing (-E, -M, -MM; ccache's preprocessor mode) sees what the compile
-            // sees: the markers include directory and SQTT_ENABLED. hipcc's output is
-            // otherwise its own.
-            let mut extra: Vec<String> = Vec::new();
-            if cls.kind == StepKind::Preprocess {
-                extra.push(format!(
-                    "-I{}",
-                    locate::markers_include_dir(&getenv)?.display()
-                ));
-                if settings.as_ref().is_some_and(|s| s.enabled) {
-                    extra.push("-DSQTT_ENABLED=1".into());
-                }
-            }
-            let mut cmd = Command::new(&hipcc);
-            cmd.args(&args).args(&extra).env(DEPTH_VAR, "1");
-            if verbose {
-                let all: Vec<String> = args.iter().chain(&extra).cloned().collect();
-                tracing::info!(
-                    "sqtt-hipcc: {:?} step, running {}",
-                    cls.kind,
-                    show(&hipcc, &all)
-                );
-            }
-            if cls.kind == StepKind::Probe && args.iter().any(|a| a == "--help") {
-                eprintln!(
-                    "sqtt-hipcc: hipcc's help follows; sqtt-hipcc's own options: sqtt-hipcc \
-                     --sqtt-help, --check --help"
-                );
-            }
-            if cls.version {
-                let status = run(&mut cmd, &hipcc)?;
-                if status.success() {
-                    print_plugin_identity(&hipcc, settings.as_ref(), config_file(&own, &cwd));
-                }
-                return Ok(exit_code(status));
-            }
-            Err(exec(cmd, &hipcc))
+    if plan.verbose {
+        for line in &plan.trace {
+            tracing::info!("{line}");
         }
-        StepKind::Compile | StepKind::Link => {
-            let settings = load_settings(&own, &cwd)?;
-            for w in settings.warnings() {
-                eprintln!("sqtt-hipcc: warning: {w}");
-            }
-            let verbose = own.verbose || settings.verbose || verbose_env;
-            init_trace(verbose);
-            let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;
-            // A host-only compile has no device code: the plugin flag would only draw
-            // "argument unused" (an error under -Werror).
-            let instrument = settings.enabled && cls.kind == StepKind::Compile && !cls.host_only;
-            // -fgpu-rdc: compiles leave IDs and the funcmap to the device link, where the
-            // plugin runs once over every translation unit (loaded into lld).
-            let rdc_link = settings.enabled && cls.rdc && cls.links();
-            let mut extra: Vec<String> = Vec::new();
-            let mut plugin_used: Option<PathBuf> = None;
-            if instrument || rdc_link {
-                // An explicit SQTT_PLUGIN is checked before hipcc runs at all; otherwise the
-                // plugin is chosen by hipcc's clang major (cached).
-                let explicit = getenv(sqtt_config::var::PLUGIN).is_some_and(|v| !v.is_empty());
-                let major = if explicit {
-                    None
-                } else {
-                    Some(locate::hipcc_clang_major(&hipcc, &getenv)?)
-                };
-                let plugin = locate::find_plugin(&getenv, major)?;
-                check_llvm_major(&plugin, &hipcc)?;
-                if instrument {
-                    extra.push("-Xarch_device".into());
-                    extra.push(format!("-fpass-plugin={}", plugin.display()));
-                    extra.extend(plugin_option_flags(&plugin, &settings));
-                }
-                if rdc_link {
-                    extra.extend(rdc_link_flags(&plugin));
-                }
-                plugin_used = Some(plugin);
-            }
-            if cls.kind != StepKind::Link {
-                let include = locate::markers_include_dir(&getenv)?;
-                extra.push(format!("-I{}", include.display()));
-                if settings.enabled {
-                    extra.push("-DSQTT_ENABLED=1".into());
-                }
-            }
-            let mut cmd = Command::new(&hipcc);
-            cmd.args(&args).args(&extra).env(DEPTH_VAR, "1");
-            if settings.enabled {
-                for (k, v) in settings.to_env() {
-                    cmd.env(k, v);
-                }
-            }
-            if instrument && cls.rdc {
-                cmd.env(sqtt_config::var::DEFER_TO_LINK, "1");
-            } else {
-                cmd.env_remove(sqtt_config::var::DEFER_TO_LINK);
-            }
-            let outputs = if settings.enabled {
-                cls.device_outputs(&cwd)
-            } else {
-                Vec::new()
-            };
-            if verbose {
-                let all: Vec<String> = args.iter().chain(&extra).cloned().collect();
-                tracing::info!(
-                    "sqtt-hipcc: {:?} step, instrumentation {}, running {}",
-                    cls.kind,
-                    if instrument { "on" } else { "off" },
-                    show(&hipcc, &all)
-                );
-                if settings.enabled {
-                    tracing::info!("sqtt-hipcc: settings {}", settings.fingerprint());
-                }
-            }
-            let deps = dep_file(&args, &cls, &cwd);
-            if outputs.is_empty() && deps.is_none() {
-                return Err(exec(cmd, &hipcc));
-            }
-            let status = run(&mut cmd, &hipcc)?;
-            if !status.success() {
-                return Ok(exit_code(status));
-            }
-            // Only code we compiled ourselves must carry a funcmap: objects linked in with it may
-            // come from builds without the plugin (their funcmaps, when present, are checked).
-            let require = (instrument && cls.objects.is_empty()) || rdc_link;
-            post_check(&outputs, require, verbose)?;
-            if cls.kind == StepKind::Compile {
-                let toml = config_file(&own, &cwd).filter(|p| p.is_file());
-                add_dep_file_inputs(&args, &cls, &cwd, toml.as_deref(), plugin_used.as_deref())?;
-            }
-            Ok(0)
-        }
+    }
+    let cannot_run = |source| Error::Launch {
+        program: plan.command.program.clone(),
+        source,
+    };
+    if !plan.wait {
+        return launcher.exec(&plan.command).map_err(cannot_run);
+    }
+    let status = launcher.run(&plan.command).map_err(cannot_run)?;
+    if !status.success() {
+        return Ok(status);
+    }
+    if let Some(check) = &plan.check {
+        post_check(check, plan.verbose)?;
+    }
+    if let Some(dep) = &plan.dep_file {
+        add_dep_file_inputs(dep)?;
+    }
+    if let Some(settings_line) = &plan.identity {
+        print_plugin_identity(&plan.command.program, settings_line, launcher);
+    }
+    Ok(status)
+}
+
+/// The machine as the plan sees it: hipcc, the plugin and the headers, found by `locate`
+/// (which asks hipcc for its clang's version through `launcher`, once per hipcc).
+struct Host<'a> {
+    launcher: &'a mut dyn Launcher,
+}
+
+impl Toolchain for Host<'_> {
+    fn compiler(&mut self, configured: Option<&Path>) -> Result<PathBuf, Error> {
+        locate::find_hipcc(configured, &getenv)
+    }
+
+    fn plugin(&mut self, compiler: &Path) -> Result<PathBuf, Error> {
+        // An explicit SQTT_PLUGIN is checked before the compiler runs at all; otherwise the
+        // plugin is chosen by the compiler's clang major (cached).
+        let explicit = getenv(sqtt_config::var::PLUGIN).is_some_and(|v| !v.is_empty());
+        let major = if explicit {
+            None
+        } else {
+            Some(locate::hipcc_clang_major(compiler, &getenv, self.launcher)?)
+        };
+        let plugin = locate::find_plugin(&getenv, major)?;
+        check_llvm_major(&plugin, compiler, self.launcher)?;
+        Ok(plugin)
+    }
+
+    fn include_dir(&mut self) -> Result<PathBuf, Error> {
+        locate::markers_include_dir(&getenv)
     }
 }
 
@@ -348,55 +262,30 @@ fn init_trace(verbose: bool) {
     }
 }
 
-fn show(hipcc: &Path, args: &[String]) -> String {
-    let mut v = vec![hipcc.display().to_string()];
-    v.extend(args.iter().cloned());
-    shell_words::join(v)
-}
-
-fn check_llvm_major(plugin: &Path, hipcc: &Path) -> Result<(), Fail> {
+fn check_llvm_major(
+    plugin: &Path,
+    compiler: &Path,
+    launcher: &mut dyn Launcher,
+) -> Result<(), Error> {
     let info = locate::plugin_info(plugin)?;
     let Some(plugin_major) = info.llvm_major else {
-        return Err(Fail::usage(format!(
-            "cannot tell which LLVM the plugin {} was built for (no .sqtt_plugin_info section, \
-             no libLLVM-N.so dependency); rebuild it with `cargo build -p sqtt-plugin`",
-            plugin.display()
-        )));
+        return Err(Error::PluginLlvmUnknown(plugin.to_path_buf()));
     };
-    let clang_major = locate::hipcc_clang_major(hipcc, &getenv)?;
+    let clang_major = locate::hipcc_clang_major(compiler, &getenv, launcher)?;
     if plugin_major != clang_major {
         let via = env_string("HIP_CLANG_PATH")
             .filter(|v| !v.is_empty())
             .map(|v| format!(" (HIP_CLANG_PATH={v})"))
             .unwrap_or_default();
-        return Err(Fail::usage(format!(
-            "the plugin {} was built for LLVM {plugin_major}, but {}{via} uses clang {clang_major}: \
-             clang would crash loading it. Build the plugin for LLVM {clang_major} (`{}`, cargo \
-             feature {}) and unset SQTT_PLUGIN or point it at that build, or use a hipcc on \
-             clang {plugin_major} (HIP_CLANG_PATH)",
-            plugin.display(),
-            hipcc.display(),
-            locate::plugin_build_command(clang_major),
-            locate::plugin_feature(clang_major)
-        )));
+        return Err(Error::PluginLlvmMismatch {
+            plugin: plugin.to_path_buf(),
+            plugin_major,
+            compiler: compiler.to_path_buf(),
+            via,
+            clang_major,
+        });
     }
     Ok(())
-}
-
-/// The flags that put the settings on the compile's command line, so that it alone says what is
-/// built (build tools and caches see it): every setting as a plugin option,
-/// `-Xclang -mllvm -Xclang -sqtt-marker-<setting>=VALUE`, for every cc1 (host and device) and
-/// never for lld (a plain `-mllvm` reaches the device lld, which has no plugin loaded). cc1
-/// parses `-mllvm` before it loads `-fpass-plugin` libraries up to LLVM 21, so the plugin is
-/// also loaded as a clang plugin (`-fplugin=`, loaded first), which registers its options in
-/// the host cc1 too. The `SQTT_*` environment stays exported as well (the `-fgpu-rdc` device
-/// link reads it).
-fn plugin_option_flags(plugin: &Path, settings: &sqtt_config::Settings) -> Vec<String> {
-    let mut flags = vec![format!("-fplugin={}", plugin.display())];
-    for option in settings.to_plugin_options() {
-        flags.extend(["-Xclang".into(), "-mllvm".into(), "-Xclang".into(), option]);
-    }
-    flags
 }
 
 /// `--sqtt-flags[=CLANG]`: one shell-quoted line with the flags that instrument a plain
@@ -405,19 +294,22 @@ fn plugin_option_flags(plugin: &Path, settings: &sqtt_config::Settings) -> Vec<S
 /// flags are fixed when a build is configured, while sqtt.toml may change after; the plugin
 /// reads them from `--sqtt-launch`'s environment (the CMake package sets it as the compiler
 /// launcher) or from sqtt.toml itself.
-fn print_flags(own: &OwnOptions, clang: Option<&Path>) -> Result<i32, Fail> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| Fail::usage(format!("cannot read the working directory: {e}")))?;
-    let settings = load_settings(own, &cwd)?;
+fn print_flags(
+    own: &OwnOptions,
+    clang: Option<&Path>,
+    launcher: &mut dyn Launcher,
+) -> Result<(), Error> {
+    let cwd = working_directory()?;
+    let settings = load_settings(config_file(own, &cwd).as_deref())?;
     let major = match clang {
         Some(c) => {
             // A bare name is looked up on PATH, as for `hipcc` in sqtt.toml.
             let c = locate::find_hipcc(Some(c), &getenv)?;
-            locate::hipcc_clang_major(&c, &getenv)?
+            locate::hipcc_clang_major(&c, &getenv, launcher)?
         }
         None => {
             let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;
-            locate::hipcc_clang_major(&hipcc, &getenv)?
+            locate::hipcc_clang_major(&hipcc, &getenv, launcher)?
         }
     };
     let mut flags = Vec::new();
@@ -425,11 +317,7 @@ fn print_flags(own: &OwnOptions, clang: Option<&Path>) -> Result<i32, Fail> {
         let plugin = locate::find_plugin(&getenv, Some(major))?;
         let info = locate::plugin_info(&plugin)?;
         if info.llvm_major != Some(major) {
-            return Err(Fail::usage(format!(
-                "the plugin {} is not built for LLVM {major}; build it with `{}`",
-                plugin.display(),
-                locate::plugin_build_command(major)
-            )));
+            return Err(Error::PluginNotForLlvm { plugin, major });
         }
         flags.push("-Xarch_device".to_string());
         flags.push(format!("-fpass-plugin={}", plugin.display()));
@@ -442,73 +330,41 @@ fn print_flags(own: &OwnOptions, clang: Option<&Path>) -> Result<i32, Fail> {
         flags.push("-DSQTT_ENABLED=1".into());
     }
     println!("{}", shell_words::join(flags));
-    Ok(0)
+    Ok(())
 }
 
 /// `--sqtt-launch CMD...`: runs CMD with the settings the wrapper would export (sqtt.toml found
 /// from the working directory, `SQTT_*` over it), so a plugin loaded by `--sqtt-flags` reads
 /// exactly what the wrapper would give it. CMD is classified with the wrapper's table, so
-/// `-fgpu-rdc` is handled as the wrapper handles it: its compiles leave IDs and the funcmap to
-/// the device link, and its links (the CMake package launches them too) load the plugin into
-/// the device linker, so IDs are unique across translation units.
-fn launch(own: &OwnOptions, cmd: &[String]) -> Result<i32, Fail> {
-    let Some((prog, rest)) = cmd.split_first() else {
-        return Err(Fail::usage(
-            "--sqtt-launch needs a command: sqtt-hipcc --sqtt-launch clang++ ARGS...".into(),
-        ));
+/// `-fgpu-rdc` is handled as the wrapper handles it ([`Plan::launch`]).
+fn launch(own: &OwnOptions, cmd: &[String], launcher: &mut dyn Launcher) -> Result<Status, Error> {
+    let Some((program, rest)) = cmd.split_first() else {
+        return Err(Error::LaunchNeedsCommand);
     };
-    let cwd = std::env::current_dir()
-        .map_err(|e| Fail::usage(format!("cannot read the working directory: {e}")))?;
-    let settings = load_settings(own, &cwd)?;
-    let cls = classify(&expand_response_files(rest, &cwd).map_err(Fail::usage)?);
-    let mut c = Command::new(prog);
-    c.args(rest);
-    if settings.enabled && cls.rdc && cls.links() {
-        let explicit = getenv(sqtt_config::var::PLUGIN).is_some_and(|v| !v.is_empty());
-        let compiler = locate::find_hipcc(Some(Path::new(prog)), &getenv)?;
-        let major = if explicit {
-            None
-        } else {
-            Some(locate::hipcc_clang_major(&compiler, &getenv)?)
-        };
-        let plugin = locate::find_plugin(&getenv, major)?;
-        check_llvm_major(&plugin, &compiler)?;
-        c.args(rdc_link_flags(&plugin));
-    }
-    for (k, v) in settings.to_env() {
-        c.env(k, v);
-    }
-    c.env(
-        sqtt_config::var::ENABLED,
-        if settings.enabled { "1" } else { "0" },
-    );
-    if settings.enabled && cls.rdc && cls.kind == StepKind::Compile && !cls.host_only {
-        c.env(sqtt_config::var::DEFER_TO_LINK, "1");
-    } else {
-        c.env_remove(sqtt_config::var::DEFER_TO_LINK);
-    }
-    Err(exec(c, Path::new(prog)))
-}
-
-/// The flags that load the plugin into the device linker of an `-fgpu-rdc` link.
-fn rdc_link_flags(plugin: &Path) -> [String; 3] {
-    [
-        "-Xoffload-linker".into(),
-        format!("--load-pass-plugin={}", plugin.display()),
-        // clang 15 hands -Xoffload-linker to the HIP device lld without marking it used, so it
-        // warns "argument unused during compilation" (an error with -Werror) although lld loads
-        // the plugin. Silence that one diagnostic.
-        "-Qunused-arguments".into(),
-    ]
+    let cwd = working_directory()?;
+    let config = config_file(own, &cwd);
+    // Bad settings stop the launch before anything else is looked at.
+    let settings = Ok(load_settings(config.as_deref())?);
+    let step = classify(&expand_response_files(rest, &cwd).map_err(Error::ResponseFiles)?);
+    let req = Request {
+        args: rest,
+        step: &step,
+        settings: &settings,
+        verbose: false,
+        cwd: &cwd,
+        config_file: config.as_deref(),
+        env: &env_string,
+    };
+    let plan = Plan::launch(program, &req, &mut Host { launcher })?;
+    execute(&plan, launcher)
 }
 
 /// `--sqtt-toolchain`: what the wrapper finds, as `key=value` lines on stdout.
-fn print_toolchain(own: &OwnOptions) -> Result<i32, Fail> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| Fail::usage(format!("cannot read the working directory: {e}")))?;
-    let settings = load_settings(own, &cwd)?;
+fn print_toolchain(own: &OwnOptions, launcher: &mut dyn Launcher) -> Result<(), Error> {
+    let cwd = working_directory()?;
+    let settings = load_settings(config_file(own, &cwd).as_deref())?;
     let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;
-    let major = locate::hipcc_clang_major(&hipcc, &getenv)?;
+    let major = locate::hipcc_clang_major(&hipcc, &getenv, launcher)?;
     let llvm_dir = locate::rocm_llvm_dir(Some(&hipcc), &getenv)
         .or_else(|| Some(PathBuf::from(format!("/usr/lib/llvm-{major}"))).filter(|d| d.is_dir()));
     let plugin = locate::find_plugin(&getenv, Some(major)).ok().filter(|p| {
@@ -524,58 +380,22 @@ fn print_toolchain(own: &OwnOptions) -> Result<i32, Fail> {
     let _ = writeln!(out, "llvm_dir={}", show_path(llvm_dir.as_deref()));
     let _ = writeln!(out, "plugin_feature={}", locate::plugin_feature(major));
     let _ = writeln!(out, "plugin={}", show_path(plugin.as_deref()));
-    Ok(0)
-}
-
-/// The dependency file hipcc writes for `-MD`/`-MMD` (`-MF FILE`, else the output with `.d`),
-/// or None when the step writes none.
-fn dep_file(args: &[String], cls: &Classified, cwd: &Path) -> Option<PathBuf> {
-    if cls.kind != StepKind::Compile || !args.iter().any(|a| a == "-MD" || a == "-MMD") {
-        return None;
-    }
-    let mut mf = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if a == "-MF" {
-            mf = it.next().map(PathBuf::from);
-        } else if let Some(v) = a.strip_prefix("-MF") {
-            mf = Some(PathBuf::from(v));
-        }
-    }
-    let f = mf.or_else(|| {
-        cls.output
-            .as_ref()
-            .or(cls.sources.first())
-            .map(|o| o.with_extension("d"))
-            .map(|d| match cls.output {
-                Some(_) => d,
-                None => PathBuf::from(d.file_name().unwrap_or_default()),
-            })
-    })?;
-    Some(cwd.join(f))
+    Ok(())
 }
 
 /// Adds the sqtt.toml in effect and the plugin to the first rule of the dependency file, so
 /// Make and Ninja rebuild the object when either changes.
-fn add_dep_file_inputs(
-    args: &[String],
-    cls: &Classified,
-    cwd: &Path,
-    toml: Option<&Path>,
-    plugin: Option<&Path>,
-) -> Result<(), Fail> {
-    let Some(d) = dep_file(args, cls, cwd) else {
-        return Ok(());
-    };
-    let extra: Vec<PathBuf> = toml
-        .into_iter()
-        .chain(plugin)
-        .map(|p| std::fs::canonicalize(cwd.join(p)).unwrap_or_else(|_| cwd.join(p)))
+fn add_dep_file_inputs(dep: &DepFileInputs) -> Result<(), Error> {
+    let extra: Vec<PathBuf> = dep
+        .inputs
+        .iter()
+        .filter(|p| p.is_file())
+        .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
         .collect();
     if extra.is_empty() {
         return Ok(());
     }
-    let Ok(text) = std::fs::read_to_string(&d) else {
+    let Ok(text) = std::fs::read_to_string(&dep.file) else {
         return Ok(()); // hipcc wrote none (e.g. -MD with several sources): nothing to extend
     };
     // The first rule ends at the first newline not escaped by a backslash.
@@ -589,18 +409,15 @@ fn add_dep_file_inputs(
         added.push_str(&format!(" \\\n  {esc}"));
     }
     let new = format!("{}{}{}", &text[..end], added, &text[end..]);
-    std::fs::write(&d, new).map_err(|e| Fail::usage(format!("cannot extend {}: {e}", d.display())))
+    std::fs::write(&dep.file, new).map_err(|source| Error::DepFile {
+        path: dep.file.clone(),
+        source,
+    })
 }
 
-/// Hex SHA-256 of the resolved settings (the `--version` line ccache's `compiler_check` sees).
-pub fn settings_hash(settings: &Settings) -> String {
-    use sha2::{Digest, Sha256};
-    let d = Sha256::digest(settings.fingerprint().as_bytes());
-    d.iter().take(8).map(|b| format!("{b:02x}")).collect()
-}
-
-fn print_plugin_identity(hipcc: &Path, settings: Option<&Settings>, toml: Option<PathBuf>) {
-    let major = locate::hipcc_clang_major(hipcc, &getenv).ok();
+/// `--version`'s two lines after hipcc's: the plugin (path and content hash) and the settings.
+fn print_plugin_identity(hipcc: &Path, settings_line: &str, launcher: &mut dyn Launcher) {
+    let major = locate::hipcc_clang_major(hipcc, &getenv, launcher).ok();
     let line = match locate::find_plugin(&getenv, major) {
         Ok(p) => match locate::content_hash(&p) {
             Ok(h) => format!(
@@ -616,52 +433,17 @@ fn print_plugin_identity(hipcc: &Path, settings: Option<&Settings>, toml: Option
         },
         Err(_) => format!("sqtt-hipcc {}: plugin not found", env!("CARGO_PKG_VERSION")),
     };
-    // The settings line: ccache/sccache with `compiler_check = %compiler% --version` miss
-    // when a setting changes (and, by the line above, when the plugin is rebuilt).
-    let settings_line = match settings {
-        Some(s) => format!(
-            "sqtt-hipcc settings: sha256:{} (config {})",
-            settings_hash(s),
-            toml.map_or("none".into(), |p| p.display().to_string())
-        ),
-        None => "sqtt-hipcc settings: invalid (see the next compile's error)".into(),
-    };
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}");
     let _ = writeln!(out, "{settings_line}");
     let _ = out.flush();
 }
 
-fn exec(mut cmd: Command, hipcc: &Path) -> Fail {
-    let e = cmd.exec();
-    Fail::usage(format!("cannot run {}: {e}", hipcc.display()))
-}
-
-fn run(cmd: &mut Command, hipcc: &Path) -> Result<std::process::ExitStatus, Fail> {
-    cmd.status()
-        .map_err(|e| Fail::usage(format!("cannot run {}: {e}", hipcc.display())))
-}
-
-/// hipcc's status as ours: its exit code, or the same signal raised on ourselves.
-fn exit_code(status: std::process::ExitStatus) -> i32 {
-    if let Some(code) = status.code() {
-        return code;
-    }
-    if let Some(sig) = status.signal() {
-        // SAFETY: resetting a handler to the default and raising a signal have no preconditions.
-        unsafe {
-            libc::signal(sig, libc::SIG_DFL);
-            libc::raise(sig);
-        }
-        return 128 + sig;
-    }
-    1
-}
-
-/// Checks the funcmaps of the device code a successful step wrote.
-fn post_check(outputs: &[PathBuf], require_funcmap: bool, verbose: bool) -> Result<(), Fail> {
+/// Checks the funcmaps of the device code a successful step wrote; a rejected output is moved
+/// aside, so make and Ninja do not take it as up to date.
+fn post_check(check: &OutputCheck, verbose: bool) -> Result<(), Error> {
     let mut problems = Vec::new();
-    for out in outputs {
+    for out in &check.outputs {
         if !out.is_file() {
             continue;
         }
@@ -680,7 +462,7 @@ fn post_check(outputs: &[PathBuf], require_funcmap: bool, verbose: bool) -> Resu
             match &co.funcmap {
                 FuncmapState::NotLinked => {}
                 FuncmapState::Missing => {
-                    if require_funcmap && co.kernels().next().is_some() {
+                    if check.require_funcmap && co.kernels().next().is_some() {
                         problems.push(format!(
                             "{what}: no {} section: the pass plugin did not run on this device \
                              code",
@@ -706,8 +488,7 @@ fn post_check(outputs: &[PathBuf], require_funcmap: bool, verbose: bool) -> Resu
     if problems.is_empty() {
         return Ok(());
     }
-    // A rejected output must not look up to date to make/ninja: move it aside.
-    for out in outputs.iter().filter(|o| o.is_file()) {
+    for out in check.outputs.iter().filter(|o| o.is_file()) {
         let mut aside = out.clone().into_os_string();
         aside.push(".sqtt-rejected");
         let aside = PathBuf::from(aside);
@@ -723,12 +504,14 @@ fn post_check(outputs: &[PathBuf], require_funcmap: bool, verbose: bool) -> Resu
             )),
         }
     }
-    Err(Fail::check(problems.join("\n")))
+    Err(Error::FuncmapCheck { problems })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::launch::fake::{Mode, Recorder};
+    use crate::launch::Invocation;
 
     fn v(s: &str) -> Vec<String> {
         shell_words::split(s).unwrap()
@@ -750,11 +533,152 @@ mod tests {
             "--sqtt-verbose=1",
         ] {
             let e = split_own(&v(bad)).unwrap_err();
-            assert_eq!(e.code, 2, "{bad}");
+            assert_eq!(e.exit_code(), 2, "{bad}");
         }
         assert!(split_own(&v("--sqtt-foo"))
             .unwrap_err()
-            .message
+            .to_string()
             .contains("--sqtt-foo"));
+    }
+
+    /// A plan for `argv` in `dir`, with hipcc at `dir/hipcc` and a plugin file in `dir`.
+    fn plan_in(dir: &Path, argv: &str) -> Plan {
+        struct InDir<'a>(&'a Path);
+        impl Toolchain for InDir<'_> {
+            fn compiler(&mut self, _: Option<&Path>) -> Result<PathBuf, Error> {
+                Ok(self.0.join("hipcc"))
+            }
+            fn plugin(&mut self, _: &Path) -> Result<PathBuf, Error> {
+                let p = self.0.join(locate::PLUGIN_FILE);
+                std::fs::write(&p, b"plugin").unwrap();
+                Ok(p)
+            }
+            fn include_dir(&mut self) -> Result<PathBuf, Error> {
+                Ok(self.0.join("include"))
+            }
+        }
+        let args = v(argv);
+        let step = classify(&args);
+        let settings = Ok(Settings::default());
+        let req = Request {
+            args: &args,
+            step: &step,
+            settings: &settings,
+            verbose: false,
+            cwd: dir,
+            config_file: None,
+            env: &|_| None,
+        };
+        Plan::wrap(&req, &mut InDir(dir)).unwrap()
+    }
+
+    #[test]
+    fn steps_with_nothing_left_to_do_hand_the_process_over() {
+        let d = tempfile::tempdir().unwrap();
+        for argv in ["-v", "-E k.hip", "-S k.hip", "-fgpu-rdc -c k.hip"] {
+            let plan = plan_in(d.path(), argv);
+            for status in [Status::SUCCESS, Status::Exited(3), Status::Signaled(9)] {
+                let mut fake = Recorder::ending(status);
+                assert_eq!(execute(&plan, &mut fake).unwrap(), status, "{argv}");
+                assert_eq!(fake.calls, [(Mode::Exec, plan.command.clone())], "{argv}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_failed_compile_passes_its_status_on_and_leaves_the_outputs_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("k.o");
+        let plan = plan_in(d.path(), "-c k.hip -o k.o");
+        assert!(plan.wait);
+        for status in [Status::Exited(1), Status::Exited(77), Status::Signaled(11)] {
+            // An old output, not a code object: not checked, not moved.
+            std::fs::write(&out, b"old").unwrap();
+            let mut fake = Recorder::ending(status);
+            assert_eq!(execute(&plan, &mut fake).unwrap(), status);
+            assert_eq!(fake.calls, [(Mode::Run, plan.command.clone())]);
+            assert_eq!(std::fs::read(&out).unwrap(), b"old");
+        }
+    }
+
+    #[test]
+    fn a_rejected_output_is_moved_aside_and_fails_with_exit_1() {
+        let d = tempfile::tempdir().unwrap();
+        let plan = plan_in(d.path(), "-c k.hip -o k.o");
+        let out = d.path().join("k.o");
+        let written = out.clone();
+        let mut fake = Recorder::doing(move |_: &Invocation| {
+            std::fs::write(&written, b"not a code object")?;
+            Ok(Status::SUCCESS)
+        });
+        let e = execute(&plan, &mut fake).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        let text = e.to_string();
+        assert!(
+            text.starts_with(&format!("cannot read the device code of {}", out.display())),
+            "{text}"
+        );
+        assert!(text.contains("k.o.sqtt-rejected"), "{text}");
+        assert!(!out.exists());
+        assert_eq!(
+            std::fs::read(d.path().join("k.o.sqtt-rejected")).unwrap(),
+            b"not a code object"
+        );
+    }
+
+    #[test]
+    fn a_successful_step_without_its_output_on_disk_is_fine() {
+        // (-o names a file the compiler did not write, e.g. a cache hit elsewhere.)
+        let d = tempfile::tempdir().unwrap();
+        let plan = plan_in(d.path(), "k.hip -o app");
+        let mut fake = Recorder::ending(Status::SUCCESS);
+        assert_eq!(execute(&plan, &mut fake).unwrap(), Status::SUCCESS);
+        assert_eq!(fake.calls.len(), 1);
+    }
+
+    #[test]
+    fn a_compiler_that_cannot_start_is_an_error_naming_it() {
+        let d = tempfile::tempdir().unwrap();
+        for argv in ["-c k.hip", "-v"] {
+            let plan = plan_in(d.path(), argv);
+            let mut fake = Recorder::doing(|_: &Invocation| {
+                Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied))
+            });
+            let e = execute(&plan, &mut fake).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            let hipcc = d.path().join("hipcc");
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("cannot run {}: ", hipcc.display())),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_dependency_file_gets_the_plugin_after_a_successful_compile() {
+        let d = tempfile::tempdir().unwrap();
+        let dep = d.path().join("k.d");
+        let plan = plan_in(d.path(), "-c k.hip -MD -MF k.d -o k.o");
+        let rule = "k.o: k.hip \\\n  a.h\nother: x\n";
+        let written = dep.clone();
+        let mut fake = Recorder::doing(move |_: &Invocation| {
+            std::fs::write(&written, rule)?;
+            Ok(Status::SUCCESS)
+        });
+        assert_eq!(execute(&plan, &mut fake).unwrap(), Status::SUCCESS);
+        let plugin = std::fs::canonicalize(d.path().join(locate::PLUGIN_FILE)).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&dep).unwrap(),
+            format!(
+                "k.o: k.hip \\\n  a.h \\\n  {}\nother: x\n",
+                plugin.display()
+            )
+        );
+        // A failed compile leaves it as the compiler wrote it.
+        std::fs::write(&dep, rule).unwrap();
+        let mut fake = Recorder::ending(Status::Exited(1));
+        assert_eq!(execute(&plan, &mut fake).unwrap(), Status::Exited(1));
+        assert_eq!(std::fs::read_to_string(&dep).unwrap(), rule);
     }
 }

@@ -124,7 +124,7 @@ extern "C" void sqtt_shim_disable_unroll(LLVMValueRef Branch) {
 }
 
 // ---- Plugin options: -mllvm -sqtt-marker-<setting>=VALUE ---------------------------------------
-// One cl::opt per setting, named by the Rust table (sqtt_config::PLUGIN_OPTIONS). They are
+// One cl::opt per instrumentation setting, named by its row (sqtt_config::SETTINGS). They are
 // registered when the library is loaded, so they are known to a -mllvm parse that comes after
 // the load: clang 22 loads -fpass-plugin libraries first; older clangs need the library loaded
 // as a clang plugin as well (-fplugin=, which cc1 loads before it reads -mllvm).

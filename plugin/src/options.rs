@@ -1,16 +1,24 @@
 //! The plugin options (`-mllvm -sqtt-marker-<setting>=VALUE`): the C++ shim registers one LLVM
-//! `cl::opt` per row of [`sqtt_config::PLUGIN_OPTIONS`], reading the rows through the functions
-//! here, and [`given`] reads back what the command line set.
+//! `cl::opt` per instrumentation row of [`sqtt_config::SETTINGS`], reading the rows through the
+//! functions here, and [`given`] reads back what the command line set.
 
 use std::ffi::c_char;
 
-use sqtt_config::PLUGIN_OPTIONS;
+use sqtt_config::{setting, Setting};
 
 extern "C" {
     fn sqtt_shim_option_value(i: usize, value: *mut *const c_char, len: *mut usize) -> i32;
 }
 
-fn text(s: &'static str, len: *mut usize) -> *const c_char {
+/// Option `i` of the shim's numbering (the instrumentation rows in table order).
+fn row(i: usize) -> Option<&'static Setting> {
+    setting::instrumentation().nth(i)
+}
+
+/// `s` for the shim: its address, and its length in `*len`. An index past the table (the shim
+/// never asks for one) gives an empty text rather than a panic across the C boundary.
+fn text(s: Option<&'static str>, len: *mut usize) -> *const c_char {
+    let s = s.unwrap_or("");
     // SAFETY: the shim passes a valid pointer to a local length.
     unsafe { *len = s.len() };
     s.as_ptr().cast()
@@ -18,27 +26,27 @@ fn text(s: &'static str, len: *mut usize) -> *const c_char {
 
 #[no_mangle]
 extern "C" fn sqtt_plugin_option_count() -> usize {
-    PLUGIN_OPTIONS.len()
+    setting::instrumentation().count()
 }
 
 #[no_mangle]
 extern "C" fn sqtt_plugin_option_name(i: usize, len: *mut usize) -> *const c_char {
-    text(PLUGIN_OPTIONS[i].name, len)
+    text(row(i).and_then(|r| r.option), len)
 }
 
 #[no_mangle]
 extern "C" fn sqtt_plugin_option_var(i: usize, len: *mut usize) -> *const c_char {
-    text(PLUGIN_OPTIONS[i].var, len)
+    text(row(i).map(|r| r.var), len)
 }
 
 #[no_mangle]
 extern "C" fn sqtt_plugin_option_value_desc(i: usize, len: *mut usize) -> *const c_char {
-    text(PLUGIN_OPTIONS[i].value_desc, len)
+    text(row(i).map(|r| r.values), len)
 }
 
 /// The value of option `name` when the command line gave it (`-mllvm -name=VALUE`).
 pub fn given(name: &str) -> Option<String> {
-    let i = PLUGIN_OPTIONS.iter().position(|o| o.name == name)?;
+    let i = setting::instrumentation().position(|r| r.option == Some(name))?;
     let mut ptr: *const c_char = std::ptr::null();
     let mut len = 0usize;
     // SAFETY: the shim writes a pointer into the option's own string (alive as long as the

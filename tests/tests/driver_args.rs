@@ -85,7 +85,7 @@ fn compile_steps_get_plugin_include_and_define() {
         let o = fx.run(given, &[]);
         assert!(o.status.success(), "{given:?}: {}", stderr(&o));
         let extra = added(&fx.argv(), given);
-        let options = sqtt_config::PLUGIN_OPTIONS.len();
+        let options = sqtt_config::setting::instrumentation().count();
         assert_eq!(extra.len(), 5 + 4 * options, "{extra:?}");
         assert_eq!(extra[0], "-Xarch_device");
         assert_eq!(
@@ -95,7 +95,7 @@ fn compile_steps_get_plugin_include_and_define() {
         // The settings on the command line: the plugin loaded early (-fplugin) so that every
         // cc1's -mllvm parse knows its options, each option through -Xclang (never to lld).
         assert_eq!(extra[2], format!("-fplugin={}", plugin_path().display()));
-        for (i, o) in sqtt_config::PLUGIN_OPTIONS.iter().enumerate() {
+        for (i, o) in sqtt_config::setting::instrumentation().enumerate() {
             let at = 3 + 4 * i;
             assert_eq!(
                 extra[at..at + 3],
@@ -103,7 +103,7 @@ fn compile_steps_get_plugin_include_and_define() {
                 "{extra:?}"
             );
             assert!(
-                extra[at + 3].starts_with(&format!("-{}=", o.name)),
+                extra[at + 3].starts_with(&format!("-{}=", o.option.unwrap())),
                 "{extra:?}"
             );
         }
@@ -272,7 +272,7 @@ fn response_files_and_hipcc_variables_pass_unchanged() {
     let argv = fx.argv();
     assert_eq!(argv[0], "@args.rsp");
     // The response file, then what a compile step gets (plugin, its options, include, define).
-    let added = 5 + 4 * sqtt_config::PLUGIN_OPTIONS.len();
+    let added = 5 + 4 * sqtt_config::setting::instrumentation().count();
     assert_eq!(
         argv.len(),
         1 + added,

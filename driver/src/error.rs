@@ -1,0 +1,188 @@
+//! What can make the wrapper itself fail, and the exit status each failure gives.
+//!
+//! Every variant but [`Error::FuncmapCheck`] is found before the compiler runs (exit 2: bad
+//! input or settings, nothing run, nothing written). A compiler that fails is no error of ours:
+//! its status is passed on as it is (see `launch::Status`).
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::locate::{plugin_build_command, plugin_feature, PLUGIN_FILE};
+
+/// A failure of the wrapper.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    // Own options.
+    #[error(
+        "unknown option {0}; sqtt-hipcc's own options are --sqtt-config=PATH, --sqtt-verbose, \
+         --sqtt-include-dir, --sqtt-toolchain, --sqtt-flags[=CLANG], --sqtt-launch CMD..., \
+         --sqtt-completions=SHELL, --sqtt-man[=check] and --sqtt-help (every other option goes \
+         to hipcc)"
+    )]
+    UnknownOwnOption(String),
+    #[error("--sqtt-config needs a path: --sqtt-config=PATH")]
+    ConfigNeedsPath,
+    #[error("--sqtt-launch needs a command: sqtt-hipcc --sqtt-launch clang++ ARGS...")]
+    LaunchNeedsCommand,
+    #[error(
+        "--sqtt-completions: unknown shell {0:?}; accepted: bash, zsh, fish, elvish, powershell"
+    )]
+    UnknownShell(String),
+    #[error("--sqtt-man: unknown page {0:?}; accepted: --sqtt-man, --sqtt-man=check")]
+    UnknownManPage(String),
+    #[error("cannot write the man page: {0}")]
+    ManPage(io::Error),
+
+    // The arguments and the settings.
+    /// `@file`s that name themselves, nest too deep or expand too far (the message says which).
+    #[error("{0}")]
+    ResponseFiles(String),
+    #[error(transparent)]
+    Settings(#[from] sqtt_config::ConfigError),
+    #[error("cannot read the working directory: {0}")]
+    WorkingDirectory(io::Error),
+
+    // The real hipcc.
+    #[error(
+        "sqtt-hipcc is calling itself (the hipcc it found runs sqtt-hipcc again); set SQTT_HIPCC \
+         to the real hipcc"
+    )]
+    CallsItself,
+    #[error("SQTT_HIPCC (or `hipcc` in sqtt.toml) is {}, which is not an executable file", .0.display())]
+    HipccNotExecutable(PathBuf),
+    #[error(
+        "SQTT_HIPCC (or `hipcc` in sqtt.toml) points at sqtt-hipcc itself ({}); set it to the \
+         real hipcc", .0.display()
+    )]
+    HipccIsSelf(PathBuf),
+    #[error(
+        "cannot find the real hipcc: set SQTT_HIPCC=/path/to/hipcc, or HIP_PATH/ROCM_PATH, or put \
+         hipcc on PATH (looked there and in {rocm}/bin)"
+    )]
+    HipccNotFound { rocm: &'static str },
+    #[error("cannot run {} --version: {source}", .compiler.display())]
+    ClangVersionProbe {
+        compiler: PathBuf,
+        source: io::Error,
+    },
+    #[error(
+        "cannot tell which clang {} uses: `{} --version` printed no \"clang version N\" line",
+        .0.display(), .0.display()
+    )]
+    ClangVersionUnknown(PathBuf),
+
+    // The plugin.
+    #[error("SQTT_PLUGIN is {}, which is a directory; set it to the plugin file ({PLUGIN_FILE})", .0.display())]
+    PluginIsDirectory(PathBuf),
+    #[error("SQTT_PLUGIN is {}, which does not exist", .0.display())]
+    PluginMissing(PathBuf),
+    /// No plugin in any of the places looked at (the message names them and how to build one).
+    #[error("{0}")]
+    PluginNotFound(String),
+    #[error("cannot read the plugin {}: {source}", .path.display())]
+    PluginUnreadable { path: PathBuf, source: io::Error },
+    #[error("the plugin {} is not a shared object: {reason}", .path.display())]
+    PluginNotSharedObject { path: PathBuf, reason: String },
+    #[error(
+        "cannot tell which LLVM the plugin {} was built for (no .sqtt_plugin_info section, no \
+         libLLVM-N.so dependency); rebuild it with `cargo build -p sqtt-plugin`", .0.display()
+    )]
+    PluginLlvmUnknown(PathBuf),
+    /// The plugin and the compiler's clang disagree on the LLVM major (clang would crash).
+    #[error(
+        "the plugin {} was built for LLVM {plugin_major}, but {}{via} uses clang {clang_major}: \
+         clang would crash loading it. Build the plugin for LLVM {clang_major} (`{}`, cargo \
+         feature {}) and unset SQTT_PLUGIN or point it at that build, or use a hipcc on clang \
+         {plugin_major} (HIP_CLANG_PATH)", .plugin.display(), .compiler.display(),
+        plugin_build_command(*.clang_major), plugin_feature(*.clang_major)
+    )]
+    PluginLlvmMismatch {
+        plugin: PathBuf,
+        plugin_major: u32,
+        compiler: PathBuf,
+        /// ` (HIP_CLANG_PATH=...)` when that variable chose the clang, else empty.
+        via: String,
+        clang_major: u32,
+    },
+    /// `--sqtt-flags=CLANG`: no plugin for that clang's major.
+    #[error(
+        "the plugin {} is not built for LLVM {major}; build it with `{}`",
+        .plugin.display(), plugin_build_command(*.major)
+    )]
+    PluginNotForLlvm { plugin: PathBuf, major: u32 },
+
+    // Files of our own.
+    #[error(
+        "cannot write {header} to {}: {source} (set SQTT_CACHE_DIR to a writable directory)",
+        .path.display()
+    )]
+    Headers {
+        header: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+    #[error("cannot extend {}: {source}", .path.display())]
+    DepFile { path: PathBuf, source: io::Error },
+
+    // Running.
+    #[error("cannot run {}: {source}", .program.display())]
+    Launch { program: PathBuf, source: io::Error },
+    /// The funcmaps of what the compiler wrote are missing or invalid (exit 1); one line per
+    /// problem, the outputs moved aside.
+    #[error("{}", .problems.join("\n"))]
+    FuncmapCheck { problems: Vec<String> },
+}
+
+impl Error {
+    /// The wrapper's exit status: 1 when the post-build check rejected the outputs, 2 for
+    /// everything found before the compiler ran.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::FuncmapCheck { .. } => 1,
+            _ => 2,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes() {
+        assert_eq!(Error::FuncmapCheck { problems: vec![] }.exit_code(), 1);
+        assert_eq!(Error::CallsItself.exit_code(), 2);
+        assert_eq!(Error::UnknownOwnOption("--sqtt-x".into()).exit_code(), 2);
+        let e = Error::Launch {
+            program: "/h".into(),
+            source: io::Error::from(io::ErrorKind::NotFound),
+        };
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().starts_with("cannot run /h: "), "{e}");
+    }
+
+    #[test]
+    fn messages_name_what_failed() {
+        let e = Error::PluginLlvmMismatch {
+            plugin: "/p/libsqtt_plugin.so".into(),
+            plugin_major: 15,
+            compiler: "/usr/bin/hipcc".into(),
+            via: String::new(),
+            clang_major: 16,
+        };
+        assert_eq!(
+            e.to_string(),
+            "the plugin /p/libsqtt_plugin.so was built for LLVM 15, but /usr/bin/hipcc uses clang \
+             16: clang would crash loading it. Build the plugin for LLVM 16 (`./install.sh --llvm \
+             16`, cargo feature llvm16-0) and unset SQTT_PLUGIN or point it at that build, or use \
+             a hipcc on clang 15 (HIP_CLANG_PATH)"
+        );
+        assert_eq!(
+            Error::FuncmapCheck {
+                problems: vec!["a".into(), "b".into()]
+            }
+            .to_string(),
+            "a\nb"
+        );
+    }
+}

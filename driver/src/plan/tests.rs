@@ -1,0 +1,748 @@
+//! Argument vectors in, plans out: no process is started and no file is read.
+
+use super::*;
+use crate::args::classify;
+
+const HIPCC: &str = "/rocm/bin/hipcc";
+const PLUGIN: &str = "/p/libsqtt_plugin.so";
+const INCLUDE: &str = "/cache/include-0123";
+const CWD: &str = "/w";
+
+/// A toolchain that is always there, and says what was looked up.
+#[derive(Default)]
+struct Fixed {
+    looked_up: Vec<&'static str>,
+    no_plugin: bool,
+}
+
+impl Toolchain for Fixed {
+    fn compiler(&mut self, configured: Option<&Path>) -> Result<PathBuf, Error> {
+        self.looked_up.push("compiler");
+        Ok(configured.map_or_else(|| PathBuf::from(HIPCC), Path::to_path_buf))
+    }
+    fn plugin(&mut self, _compiler: &Path) -> Result<PathBuf, Error> {
+        self.looked_up.push("plugin");
+        if self.no_plugin {
+            return Err(Error::PluginNotFound("no plugin".into()));
+        }
+        Ok(PathBuf::from(PLUGIN))
+    }
+    fn include_dir(&mut self) -> Result<PathBuf, Error> {
+        self.looked_up.push("include");
+        Ok(PathBuf::from(INCLUDE))
+    }
+}
+
+/// The inputs of one plan: arguments, variables, sqtt.toml in effect.
+struct Given<'a> {
+    argv: &'a str,
+    env: &'a [(&'a str, &'a str)],
+    config_file: Option<&'a str>,
+    tools: Fixed,
+}
+
+fn given<'a>(argv: &'a str, env: &'a [(&'a str, &'a str)]) -> Given<'a> {
+    Given {
+        argv,
+        env,
+        config_file: None,
+        tools: Fixed::default(),
+    }
+}
+
+impl Given<'_> {
+    fn run(&mut self, launch: Option<&str>) -> Result<Plan, Error> {
+        let args = shell_words::split(self.argv).unwrap();
+        let step = classify(&args);
+        let env = self.env;
+        let get = move |k: &str| {
+            env.iter()
+                .rev()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        };
+        let settings = Settings::from_env(get);
+        let req = Request {
+            args: &args,
+            step: &step,
+            settings: &settings,
+            verbose: verbose_var(&get),
+            cwd: Path::new(CWD),
+            config_file: self.config_file.map(Path::new),
+            env: &get,
+        };
+        match launch {
+            None => Plan::wrap(&req, &mut self.tools),
+            Some(program) => Plan::launch(program, &req, &mut self.tools),
+        }
+    }
+    fn plan(&mut self) -> Plan {
+        self.run(None)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.argv))
+    }
+}
+
+fn plan(argv: &str) -> Plan {
+    given(argv, &[]).plan()
+}
+
+fn settings() -> Settings {
+    Settings::default()
+}
+
+/// What the wrapper adds after the user's arguments, in order.
+#[derive(Debug, Clone, Copy)]
+enum Add {
+    /// `-Xarch_device -fpass-plugin=P -fplugin=P` and every setting as a plugin option.
+    Plugin,
+    /// `-Xoffload-linker --load-pass-plugin=P -Qunused-arguments`.
+    RdcLink,
+    Include,
+    Define,
+}
+
+fn added(parts: &[Add]) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for p in parts {
+        match p {
+            Add::Plugin => {
+                v.push("-Xarch_device".into());
+                v.push(format!("-fpass-plugin={PLUGIN}"));
+                v.push(format!("-fplugin={PLUGIN}"));
+                for o in settings().to_plugin_options() {
+                    v.extend(["-Xclang".into(), "-mllvm".into(), "-Xclang".into(), o]);
+                }
+            }
+            Add::RdcLink => v.extend([
+                "-Xoffload-linker".into(),
+                format!("--load-pass-plugin={PLUGIN}"),
+                "-Qunused-arguments".into(),
+            ]),
+            Add::Include => v.push(format!("-I{INCLUDE}")),
+            Add::Define => v.push("-DSQTT_ENABLED=1".into()),
+        }
+    }
+    v
+}
+
+/// The arguments after the given ones (which must come first, unchanged).
+fn extra(p: &Plan, argv: &str) -> Vec<String> {
+    let given = shell_words::split(argv).unwrap();
+    assert_eq!(p.command.args[..given.len()], given[..], "{argv}");
+    p.command.args[given.len()..].to_vec()
+}
+
+fn outputs(names: &[&str]) -> Vec<PathBuf> {
+    names.iter().map(|n| Path::new(CWD).join(n)).collect()
+}
+
+fn defers(p: &Plan) -> bool {
+    let var = "SQTT_DEFER_TO_LINK";
+    match p.command.env(var) {
+        Some("1") => {
+            assert!(!p.command.remove_env.iter().any(|v| v == var));
+            true
+        }
+        None => {
+            assert!(p.command.remove_env.iter().any(|v| v == var), "{var} kept");
+            false
+        }
+        Some(other) => panic!("{var}={other}"),
+    }
+}
+
+use Add::*;
+
+/// Compile and link steps with the default settings: what is added, whether the process waits,
+/// what is checked afterwards (outputs, funcmap required), whether the plugin defers to the
+/// device link.
+#[test]
+fn build_steps() {
+    type Check<'a> = Option<(&'a [&'a str], bool)>;
+    let cases: &[(&str, StepKind, &[Add], Check, bool)] = &[
+        // Compile only: the object is checked and must carry a funcmap.
+        (
+            "--offload-arch=gfx90a -c k.hip -o k.o",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            Some((&["k.o"], true)),
+            false,
+        ),
+        (
+            "-c k.hip",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            Some((&["k.o"], true)),
+            false,
+        ),
+        (
+            "-c a.hip sub/b.cu",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            Some((&["a.o", "b.o"], true)),
+            false,
+        ),
+        (
+            "-c -oout/k.o k.cpp",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            Some((&["out/k.o"], true)),
+            false,
+        ),
+        (
+            "-x hip k.txt -c",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            Some((&["k.o"], true)),
+            false,
+        ),
+        // Several archs: one plugin for all of them.
+        (
+            "--offload-arch=gfx90a --offload-arch=gfx1100 -c k.hip -o k.o",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            Some((&["k.o"], true)),
+            false,
+        ),
+        (
+            "--offload-arch=gfx90a,gfx942 -c k.hip",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            Some((&["k.o"], true)),
+            false,
+        ),
+        // Compile and link: the executable; a.out without -o.
+        (
+            "k.hip -o app",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            Some((&["app"], true)),
+            false,
+        ),
+        (
+            "k.hip",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            Some((&["a.out"], true)),
+            false,
+        ),
+        // Objects linked in may come from builds without the plugin.
+        (
+            "k.hip m.o -o app",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            Some((&["app"], false)),
+            false,
+        ),
+        // Standard input with a language.
+        (
+            "-x hip - -c -o k.o",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            Some((&["k.o"], true)),
+            false,
+        ),
+        (
+            "-x hip -",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            Some((&["a.out"], true)),
+            false,
+        ),
+        // -Xarch_ takes its option along; it is never an input.
+        (
+            "-Xarch_gfx90a -O3 -c k.hip",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            Some((&["k.o"], true)),
+            false,
+        ),
+        (
+            "-Xarch_device -fno-unroll-loops -c k.hip -o k.o",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            Some((&["k.o"], true)),
+            false,
+        ),
+        // Nothing to check: no code object written (or not to a file).
+        (
+            "-S k.hip",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            None,
+            false,
+        ),
+        (
+            "-fsyntax-only k.hip",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            None,
+            false,
+        ),
+        (
+            "-c -emit-llvm k.hip",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            None,
+            false,
+        ),
+        (
+            "-c k.hip -o -",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            None,
+            false,
+        ),
+        // Host only: no device code, so no plugin (it would be an unused argument).
+        (
+            "--cuda-host-only -c k.hip",
+            StepKind::Compile,
+            &[Include, Define],
+            None,
+            false,
+        ),
+        (
+            "--offload-host-only -c k.hip -o k.o",
+            StepKind::Compile,
+            &[Include, Define],
+            None,
+            false,
+        ),
+        // Device only: the code object itself.
+        (
+            "--cuda-device-only -c k.hip -o k.co",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            Some((&["k.co"], true)),
+            false,
+        ),
+        (
+            "--genco k.hip -o k.co",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            Some((&["k.co"], true)),
+            false,
+        ),
+        // -fgpu-rdc: compiles defer to the device link (bitcode: nothing to check) ...
+        (
+            "-fgpu-rdc -c k.hip -o k.o",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            None,
+            true,
+        ),
+        // ... where the plugin runs, and the funcmap must be there.
+        (
+            "-fgpu-rdc k.o m.o -o app",
+            StepKind::Link,
+            &[RdcLink],
+            Some((&["app"], true)),
+            false,
+        ),
+        (
+            "-fgpu-rdc k.hip -o app",
+            StepKind::Compile,
+            &[Plugin, RdcLink, Include, Define],
+            Some((&["app"], true)),
+            true,
+        ),
+        (
+            "-fgpu-rdc -fno-gpu-rdc -c k.hip",
+            StepKind::Compile,
+            &[Plugin, Include, Define],
+            Some((&["k.o"], true)),
+            false,
+        ),
+        (
+            "-fgpu-rdc --cuda-host-only -c k.hip",
+            StepKind::Compile,
+            &[Include, Define],
+            None,
+            false,
+        ),
+        // Plain links: nothing added, funcmaps checked where present.
+        (
+            "k.o m.o -o app",
+            StepKind::Link,
+            &[],
+            Some((&["app"], false)),
+            false,
+        ),
+        ("k.o", StepKind::Link, &[], Some((&["a.out"], false)), false),
+        (
+            "-shared k.o libx.a -o libk.so",
+            StepKind::Link,
+            &[],
+            Some((&["libk.so"], false)),
+            false,
+        ),
+        (
+            "- k.o -o app",
+            StepKind::Link,
+            &[],
+            Some((&["app"], false)),
+            false,
+        ),
+    ];
+    for &(argv, kind, add, check, defer) in cases {
+        let p = plan(argv);
+        assert_eq!(p.kind, kind, "{argv}");
+        assert_eq!(p.command.program, Path::new(HIPCC), "{argv}");
+        assert_eq!(p.command.cwd.as_deref(), Some(Path::new(CWD)), "{argv}");
+        assert_eq!(extra(&p, argv), added(add), "{argv}");
+        let want = check.map(|(o, require_funcmap)| OutputCheck {
+            outputs: outputs(o),
+            require_funcmap,
+        });
+        assert_eq!(p.check, want, "{argv}");
+        assert_eq!(p.wait, p.check.is_some(), "{argv}: waits only to check");
+        assert_eq!(defers(&p), defer, "{argv}");
+        assert_eq!(p.dep_file, None, "{argv}");
+        assert_eq!(p.identity, None, "{argv}");
+        assert!(p.notes.is_empty(), "{argv}");
+    }
+}
+
+/// Probes, preprocessing and unknown steps: hipcc with the arguments as given (preprocessing
+/// plus the include directory and define), handed the process, the settings not exported.
+#[test]
+fn untouched_steps() {
+    let cases: &[(&str, StepKind, &[Add])] = &[
+        ("-v", StepKind::Probe, &[]),
+        ("-###", StepKind::Probe, &[]),
+        ("-### -c k.hip", StepKind::Probe, &[]),
+        ("-print-prog-name=ld", StepKind::Probe, &[]),
+        ("--print-search-dirs", StepKind::Probe, &[]),
+        ("-dumpmachine", StepKind::Probe, &[]),
+        ("--short-version", StepKind::Probe, &[]),
+        ("--cxxflags", StepKind::Probe, &[]),
+        ("-E k.hip", StepKind::Preprocess, &[Include, Define]),
+        ("-M k.hip", StepKind::Preprocess, &[Include, Define]),
+        ("-MM -c k.hip", StepKind::Preprocess, &[Include, Define]),
+        ("-E -dM -x hip -", StepKind::Preprocess, &[Include, Define]),
+        ("", StepKind::Unknown, &[]),
+        ("-O2", StepKind::Unknown, &[]),
+        ("-c", StepKind::Unknown, &[]),
+        ("-c -", StepKind::Unknown, &[]),
+        ("-o k.hip", StepKind::Unknown, &[]),
+        ("-Xarch_host k.hip", StepKind::Unknown, &[]),
+    ];
+    for &(argv, kind, add) in cases {
+        let mut g = given(argv, &[]);
+        let p = g.plan();
+        assert_eq!(p.kind, kind, "{argv}");
+        assert_eq!(extra(&p, argv), added(add), "{argv}");
+        assert!(
+            !p.wait && p.check.is_none() && p.dep_file.is_none(),
+            "{argv}"
+        );
+        assert_eq!(
+            p.command.set_env,
+            vec![("SQTT_HIPCC_DEPTH".to_string(), "1".to_string())],
+            "{argv}"
+        );
+        assert!(p.command.remove_env.is_empty(), "{argv}");
+        // Never a plugin lookup (it may run hipcc --version, and may fail).
+        assert!(!g.tools.looked_up.contains(&"plugin"), "{argv}");
+    }
+}
+
+#[test]
+fn version_waits_to_add_the_plugin_and_settings_lines() {
+    let p = plan("--version");
+    assert_eq!((p.kind, p.wait), (StepKind::Probe, true));
+    assert_eq!(p.command.args, ["--version"]);
+    let hash = settings_hash(&settings());
+    assert_eq!(
+        p.identity.as_deref(),
+        Some(format!("sqtt-hipcc settings: sha256:{hash} (config none)").as_str())
+    );
+    let mut g = given("--version", &[]);
+    g.config_file = Some("/src/sqtt.toml");
+    let line = g.plan().identity.unwrap();
+    assert!(line.ends_with("(config /src/sqtt.toml)"), "{line}");
+    // A changed setting changes the line (ccache's compiler_check misses).
+    let other = given("--version", &[("SQTT_INSTRUMENT_BARRIERS", "1")])
+        .plan()
+        .identity
+        .unwrap();
+    assert_ne!(other, p.identity.unwrap());
+    // Bad settings do not break the probe.
+    let bad = given("--version", &[("SQTT_SCOPE_CU", "0xZZ")]).plan();
+    assert_eq!(
+        bad.identity.as_deref(),
+        Some("sqtt-hipcc settings: invalid (see the next compile's error)")
+    );
+    assert_eq!(plan("-dumpversion").identity, None);
+}
+
+#[test]
+fn help_says_where_the_own_options_are() {
+    let p = plan("--help");
+    assert_eq!(p.kind, StepKind::Probe);
+    assert_eq!(p.notes.len(), 1);
+    assert!(p.notes[0].contains("--sqtt-help"), "{:?}", p.notes);
+    assert!(plan("-dumpmachine").notes.is_empty());
+}
+
+#[test]
+fn instrumentation_off_adds_only_the_include_dir() {
+    for off in ["0", "false", "off", "no"] {
+        let env = [("SQTT_ENABLED", off)];
+        let cases: &[(&str, &[Add])] = &[
+            ("-c k.hip -o k.o", &[Include]),
+            ("k.hip -o app", &[Include]),
+            ("-fgpu-rdc -c k.hip", &[Include]),
+            ("-fgpu-rdc k.o -o app", &[]),
+            ("k.o -o app", &[]),
+            ("-E k.hip", &[Include]),
+        ];
+        for &(argv, add) in cases {
+            let mut g = given(argv, &env);
+            let p = g.plan();
+            assert_eq!(extra(&p, argv), added(add), "{argv} {off}");
+            assert!(!p.wait && p.check.is_none(), "{argv}: nothing to check");
+            assert!(!g.tools.looked_up.contains(&"plugin"), "{argv}");
+            assert!(
+                !p.command
+                    .set_env
+                    .iter()
+                    .any(|(k, _)| k != "SQTT_HIPCC_DEPTH"),
+                "{argv}: settings not exported: {:?}",
+                p.command.set_env
+            );
+            if p.kind != StepKind::Preprocess {
+                assert!(!defers(&p), "{argv}");
+            }
+        }
+    }
+}
+
+#[test]
+fn settings_are_exported_and_passed_as_plugin_options() {
+    let env = [("SQTT_INSTRUMENT_BARRIERS", "1"), ("SQTT_SCOPE_CU", "0x3")];
+    let p = given("-c k.hip", &env).plan();
+    let want = Settings::from_env(|k| {
+        env.iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    })
+    .unwrap();
+    assert_ne!(want, settings());
+    for (k, v) in want.to_env() {
+        assert_eq!(p.command.env(k), Some(v.as_str()), "{k}");
+    }
+    assert_eq!(p.command.env("SQTT_HIPCC_DEPTH"), Some("1"));
+    for o in want.to_plugin_options() {
+        let at = p.command.args.iter().position(|a| *a == o).expect(&o);
+        assert_eq!(p.command.args[at - 3..at], ["-Xclang", "-mllvm", "-Xclang"]);
+    }
+    // Links export them too (the -fgpu-rdc device link reads them), without plugin options.
+    let l = given("-fgpu-rdc k.o -o app", &env).plan();
+    assert_eq!(l.command.env("SQTT_INSTRUMENT_BARRIERS"), Some("1"));
+    assert!(!l.command.args.iter().any(|a| a.starts_with("-sqtt-marker")));
+}
+
+#[test]
+fn bad_settings_stop_compiles_and_links_before_any_lookup() {
+    for argv in ["-c k.hip", "k.o -o app", "-fgpu-rdc k.o -o app"] {
+        let mut g = given(argv, &[("SQTT_SCOPE_CU", "0xZZ")]);
+        let e = g.run(None).unwrap_err();
+        assert!(matches!(e, Error::Settings(_)), "{argv}: {e:?}");
+        assert_eq!(e.exit_code(), 2);
+        let text = e.to_string();
+        assert!(
+            text.contains("SQTT_SCOPE_CU") && text.contains("0xZZ"),
+            "{text}"
+        );
+        assert!(
+            g.tools.looked_up.is_empty(),
+            "{argv}: {:?}",
+            g.tools.looked_up
+        );
+    }
+    // Probes and preprocessing still run; preprocessing without the define.
+    let p = given("-E k.hip", &[("SQTT_SCOPE_CU", "0xZZ")]).plan();
+    assert_eq!(extra(&p, "-E k.hip"), added(&[Include]));
+    // With the settings unreadable, SQTT_HIPCC is still honoured.
+    let p = given(
+        "-v",
+        &[("SQTT_SCOPE_CU", "0xZZ"), ("SQTT_HIPCC", "/x/hipcc")],
+    )
+    .plan();
+    assert_eq!(p.command.program, Path::new("/x/hipcc"));
+}
+
+#[test]
+fn the_configured_hipcc_is_run() {
+    for argv in ["-c k.hip", "-v", "k.o"] {
+        let p = given(argv, &[("SQTT_HIPCC", "/x/hipcc")]).plan();
+        assert_eq!(p.command.program, Path::new("/x/hipcc"), "{argv}");
+    }
+}
+
+#[test]
+fn lookups_happen_only_when_needed_and_their_errors_stop_the_step() {
+    let cases: &[(&str, &[&str])] = &[
+        ("-c k.hip", &["compiler", "plugin", "include"]),
+        ("-fgpu-rdc k.o -o app", &["compiler", "plugin"]),
+        ("k.o -o app", &["compiler"]),
+        ("--cuda-host-only -c k.hip", &["compiler", "include"]),
+        ("-E k.hip", &["compiler", "include"]),
+        ("-v", &["compiler"]),
+    ];
+    for &(argv, want) in cases {
+        let mut g = given(argv, &[]);
+        g.plan();
+        assert_eq!(g.tools.looked_up, want, "{argv}");
+    }
+    for argv in ["-c k.hip", "-fgpu-rdc k.o -o app"] {
+        let mut g = given(argv, &[]);
+        g.tools.no_plugin = true;
+        let e = g.run(None).unwrap_err();
+        assert!(matches!(e, Error::PluginNotFound(_)), "{argv}: {e:?}");
+        assert_eq!(e.exit_code(), 2);
+    }
+    // No plugin needed, none looked for: a plain link works without one.
+    let mut g = given("k.o -o app", &[]);
+    g.tools.no_plugin = true;
+    assert!(g.run(None).is_ok());
+}
+
+#[test]
+fn dependency_files_get_the_config_and_the_plugin() {
+    let cases: &[(&str, &str)] = &[
+        ("-c k.hip -MD -MF k.d -MT k.o -MP -o k.o", "k.d"),
+        ("-c k.hip -MMD -o out/k.o", "out/k.d"),
+        ("-c k.hip -MD", "k.d"),
+        ("-c sub/k.hip -MD", "k.d"),
+        ("-c k.hip -MFdeps/k.d -MD", "deps/k.d"),
+        ("-S k.hip -MD -o k.s", "k.d"),
+    ];
+    for &(argv, file) in cases {
+        let mut g = given(argv, &[]);
+        g.config_file = Some("sqtt.toml");
+        let p = g.plan();
+        assert_eq!(
+            p.dep_file,
+            Some(DepFileInputs {
+                file: Path::new(CWD).join(file),
+                inputs: vec![PathBuf::from("/w/sqtt.toml"), PathBuf::from(PLUGIN)],
+            }),
+            "{argv}"
+        );
+        assert!(p.wait, "{argv}: waits to extend the dependency file");
+    }
+    // Without -MD/-MMD there is none, -MF alone included; links and probes have none.
+    for argv in ["-c k.hip -MF k.d", "k.o -MD -o app", "-E -MD k.hip"] {
+        assert_eq!(plan(argv).dep_file, None, "{argv}");
+    }
+    // Instrumentation off: only the config (when there is one).
+    let p = given("-c k.hip -MD", &[("SQTT_ENABLED", "0")]).plan();
+    assert_eq!(p.dep_file.unwrap().inputs, Vec::<PathBuf>::new());
+}
+
+#[test]
+fn the_trace_says_what_runs() {
+    let p = plan("-c k.hip");
+    assert!(!p.verbose);
+    for v in ["1", "yes", "on"] {
+        let p = given("-c k.hip", &[("SQTT_VERBOSE", v)]).plan();
+        assert!(p.verbose, "{v}");
+        assert!(
+            p.trace[0].starts_with(
+                "sqtt-hipcc: Compile step, instrumentation on, running /rocm/bin/hipcc -c k.hip \
+                 -Xarch_device"
+            ),
+            "{:?}",
+            p.trace
+        );
+        assert_eq!(
+            p.trace[1],
+            format!("sqtt-hipcc: settings {}", settings().fingerprint())
+        );
+    }
+    for v in ["0", "off", "false", ""] {
+        assert!(
+            !given("-c k.hip", &[("SQTT_VERBOSE", v)]).plan().verbose,
+            "{v}"
+        );
+    }
+    let p = given("-v", &[("SQTT_VERBOSE", "1")]).plan();
+    assert_eq!(
+        p.trace,
+        ["sqtt-hipcc: Probe step, running /rocm/bin/hipcc -v"]
+    );
+    let p = given("--cuda-host-only -c k.hip", &[("SQTT_VERBOSE", "1")]).plan();
+    assert!(p.trace[0].contains("instrumentation off"), "{:?}", p.trace);
+}
+
+#[test]
+fn a_zero_scope_mask_warns() {
+    let p = given("-c k.hip", &[("SQTT_SCOPE_CU", "0")]).plan();
+    assert_eq!(p.notes.len(), 1, "{:?}", p.notes);
+    assert!(
+        p.notes[0].starts_with("sqtt-hipcc: warning: SQTT_SCOPE_CU"),
+        "{:?}",
+        p.notes
+    );
+    // Probes say nothing.
+    assert!(given("-v", &[("SQTT_SCOPE_CU", "0")])
+        .plan()
+        .notes
+        .is_empty());
+}
+
+#[test]
+fn the_wrapper_refuses_to_run_below_itself() {
+    let nested = |v: &'static str| move |k: &str| (k == "SQTT_HIPCC_DEPTH").then(|| v.to_string());
+    let e = check_not_nested(&nested("1")).unwrap_err();
+    assert!(matches!(e, Error::CallsItself));
+    assert!(e.to_string().contains("set SQTT_HIPCC to the real hipcc"));
+    assert!(check_not_nested(&nested("")).is_ok());
+    assert!(check_not_nested(&|_: &str| None).is_ok());
+}
+
+/// `--sqtt-launch CMD ARGS...`: CMD runs as given, with the settings and SQTT_ENABLED exported;
+/// `-fgpu-rdc` compiles defer, its links load the plugin into the device linker.
+#[test]
+fn launcher_plans() {
+    let cases: &[(&str, &[Add], bool)] = &[
+        ("-x hip -c k.hip -o k.o", &[], false),
+        ("-fgpu-rdc -x hip -c k.hip -o k.o", &[], true),
+        ("-fgpu-rdc --offload-host-only -c k.hip", &[], false),
+        ("--hip-link -fgpu-rdc a.o b.o -o app", &[RdcLink], false),
+        ("-fgpu-rdc -x hip k.hip -o app", &[RdcLink], true),
+        ("a.o b.o -o app", &[], false),
+        ("-E -x hip k.hip", &[], false),
+    ];
+    for &(argv, add, defer) in cases {
+        let mut g = given(argv, &[]);
+        let p = g.run(Some("clang++-15")).unwrap();
+        assert_eq!(p.command.program, Path::new("clang++-15"), "{argv}");
+        assert_eq!(extra(&p, argv), added(add), "{argv}");
+        assert_eq!(defers(&p), defer, "{argv}");
+        assert_eq!(p.command.env("SQTT_ENABLED"), Some("1"), "{argv}");
+        assert_eq!(p.command.env("SQTT_HIPCC_DEPTH"), None, "{argv}");
+        for (k, v) in settings().to_env() {
+            assert_eq!(p.command.env(k), Some(v.as_str()), "{argv} {k}");
+        }
+        assert!(!p.wait && p.check.is_none(), "{argv}");
+        // The plugin is looked for through the launched compiler, and only for rdc links.
+        let want: &[&str] = if add.is_empty() {
+            &[]
+        } else {
+            &["compiler", "plugin"]
+        };
+        assert_eq!(g.tools.looked_up, want, "{argv}");
+    }
+    let off = given("-fgpu-rdc a.o -o app", &[("SQTT_ENABLED", "0")])
+        .run(Some("clang++"))
+        .unwrap();
+    assert_eq!(off.command.args, ["-fgpu-rdc", "a.o", "-o", "app"]);
+    assert_eq!(off.command.env("SQTT_ENABLED"), Some("0"));
+    let e = given("-c k.hip", &[("SQTT_MEM_BARRIER", "sometimes")])
+        .run(Some("clang++"))
+        .unwrap_err();
+    assert!(matches!(e, Error::Settings(_)), "{e:?}");
+}
