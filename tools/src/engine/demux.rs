@@ -8,6 +8,7 @@ use rustc_hash::FxHashMap;
 use sqtt_markers::encoding::decode_marker_value_with;
 use sqtt_markers::MarkerEncoding;
 
+use super::catalog::DispatchCode;
 use super::clock::{DomainKey, Sample};
 use super::deliver::{deliver, Header, Origin};
 use super::{Pass, RunStats, Sink, Wave};
@@ -133,25 +134,15 @@ impl Slot {
         time: u64,
         p: &mut Pass<S>,
     ) {
-        let (code, dispatch, start, end, instance) = match self.spans.get(span) {
-            None => (
-                super::catalog::DispatchCode {
-                    co: p.catalog.single_co,
-                    kernel: p.catalog.no_occ_frame,
-                },
-                None,
-                None,
-                None,
-                0,
-            ),
-            Some(s) => (
-                p.catalog.dispatch_of(s.kernel_id, p.names),
-                Some(s.kernel_id),
-                Some(s.start),
-                s.end,
-                span as u32,
-            ),
+        let occupancy = self.spans.get(span).copied();
+        let code = match occupancy {
+            None => DispatchCode {
+                co: p.catalog.single_co,
+                kernel: p.catalog.no_occ_frame,
+            },
+            Some(s) => p.catalog.dispatch_of(s.kernel_id, p.names),
         };
+        let start = occupancy.map(|s| s.start);
         self.span = span;
         self.active = true;
         self.co = code.co;
@@ -166,12 +157,12 @@ impl Slot {
             cu: self.cu,
             simd: self.simd,
             wave_id: self.wave_id,
-            instance,
-            dispatch,
+            instance: if occupancy.is_some() { span as u32 } else { 0 },
+            dispatch: occupancy.map(|s| s.kernel_id),
             kernel: code.kernel,
             codeobj: code.co.map(|i| p.catalog.codeobjs[i].id),
             start,
-            end,
+            end: occupancy.and_then(|s| s.end),
             begin: self.last_t,
         };
         if !SURVEY {
