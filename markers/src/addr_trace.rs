@@ -56,6 +56,105 @@ impl Layout {
     }
 }
 
+/// The base, stride and soffset of the buffer descriptor of a buffer block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufferParts {
+    pub base: u64,
+    pub soffset: u32,
+    pub stride: u32,
+}
+
+/// One address-trace block read from the payload after its header, filtered by EXEC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    pub layout: Layout,
+    /// The access label of the op (`load`, `store`, ..., or `unknown`).
+    pub op: &'static str,
+    pub exec: u64,
+    pub wave_size: u32,
+    /// Active lanes, ascending.
+    pub lanes: Vec<u8>,
+    /// Per active lane: the address (LDS byte offset / permute index for those layouts).
+    pub addresses: Vec<u64>,
+    pub buffer: Option<BufferParts>,
+    /// Per active lane (buffers).
+    pub voffsets: Vec<u32>,
+    /// Per active lane (struct buffers).
+    pub vindex: Vec<u32>,
+}
+
+impl Layout {
+    /// Reads the payload `p` of a block of this layout (everything after the header) for
+    /// `wave_size` lanes; `None` when the payload is too short.
+    pub fn parse_block(self, op: &'static str, wave_size: u32, p: &[u32]) -> Option<Block> {
+        let w = wave_size.min(64) as usize;
+        if p.len() < self.payload_records(wave_size) as usize {
+            return None;
+        }
+        let mut exec = u64::from(p[0]) | (u64::from(p[1]) << 32);
+        if w < 64 {
+            exec &= (1u64 << w) - 1;
+        }
+        let lanes: Vec<u8> = (0..w)
+            .filter(|l| exec >> l & 1 == 1)
+            .map(|l| l as u8)
+            .collect();
+        let d = &p[2..];
+        let mut b = Block {
+            layout: self,
+            op,
+            exec,
+            wave_size,
+            lanes,
+            addresses: Vec::new(),
+            buffer: None,
+            voffsets: Vec::new(),
+            vindex: Vec::new(),
+        };
+        match self {
+            Layout::Memory => {
+                b.addresses = b
+                    .lanes
+                    .iter()
+                    .map(|&l| {
+                        let l = l as usize;
+                        u64::from(d[2 * l]) | (u64::from(d[2 * l + 1]) << 32)
+                    })
+                    .collect();
+            }
+            Layout::Lds | Layout::Permute => {
+                b.addresses = b.lanes.iter().map(|&l| u64::from(d[l as usize])).collect();
+            }
+            Layout::Buffer | Layout::StructBuffer => {
+                let (lo, hi, soffset) = (d[0], d[1], d[2]);
+                let base = (u64::from(lo) | (u64::from(hi) << 32)) & 0xFFFF_FFFF_FFFF;
+                let stride = (hi >> 16) & 0x3FFF;
+                b.buffer = Some(BufferParts {
+                    base,
+                    soffset,
+                    stride,
+                });
+                b.voffsets = b.lanes.iter().map(|&l| d[3 + l as usize]).collect();
+                if self == Layout::StructBuffer {
+                    b.vindex = b.lanes.iter().map(|&l| d[3 + w + l as usize]).collect();
+                }
+                b.addresses = b
+                    .voffsets
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| {
+                        let idx = b.vindex.get(i).map(|&x| u64::from(x) * u64::from(stride));
+                        base.wrapping_add(u64::from(soffset))
+                            .wrapping_add(u64::from(v))
+                            .wrapping_add(idx.unwrap_or(0))
+                    })
+                    .collect();
+            }
+        }
+        Some(b)
+    }
+}
+
 /// What the traced operation does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Access {
@@ -173,5 +272,37 @@ mod tests {
         assert_eq!(Layout::StructBuffer.payload_records(32), 69);
         assert_eq!(Layout::Memory.wave_size_from_payload(66), Some(32));
         assert_eq!(Kind::from_name("addr_trace_bogus"), None);
+    }
+
+    #[test]
+    fn blocks_keep_the_active_lanes_and_add_up_buffer_addresses() {
+        // wave32, lanes 1 and 3 active; flat addresses as lo/hi pairs.
+        let mut p = vec![0b1010, 0];
+        for l in 0..32u32 {
+            p.extend([0x1000 + l, l]);
+        }
+        let b = Layout::Memory.parse_block("load", 32, &p).unwrap();
+        assert_eq!(b.lanes, [1, 3]);
+        assert_eq!(b.addresses, [1 << 32 | 0x1001, 3 << 32 | 0x1003]);
+        assert!(Layout::Memory
+            .parse_block("load", 32, &p[..p.len() - 1])
+            .is_none());
+        // Struct buffer: base 0x2000, stride 16, soffset 4; address = base + soffset +
+        // voffset + vindex * stride.
+        let mut p = vec![0b100, 0, 0x2000, 16 << 16, 4];
+        p.extend((0..32).map(|l| 8 * l));
+        p.extend(0..32);
+        let b = Layout::StructBuffer.parse_block("store", 32, &p).unwrap();
+        assert_eq!(b.lanes, [2]);
+        assert_eq!(
+            b.buffer,
+            Some(BufferParts {
+                base: 0x2000,
+                soffset: 4,
+                stride: 16
+            })
+        );
+        assert_eq!((b.voffsets.clone(), b.vindex.clone()), (vec![16], vec![2]));
+        assert_eq!(b.addresses, [0x2000 + 4 + 16 + 2 * 16]);
     }
 }

@@ -1,17 +1,17 @@
-//! Throughput of `sqtt flamegraph` and `sqtt perfetto` on a generated trace (prints figures;
-//! not a test). `cargo bench -p sqtt-tools` generates a rocprofv3-like directory of
-//! SQTT_BENCH_RECORDS shaderdata records (default 10 million; marker-heavy: nested scopes, fused
-//! transitions, points and data payloads of many interleaved waves on 4 shader engines), then
-//! runs each tool in a child process of its own and reports records/s and the child's peak RSS
-//! (VmHWM). A quarter-size run beside it shows whether memory grows with the trace.
+//! Throughput of `sqtt flamegraph` and `sqtt perfetto` on a generated trace, before and after
+//! (prints a table; not a test). `cargo bench -p sqtt-tools` generates a rocprofv3-like directory
+//! of SQTT_BENCH_RECORDS shaderdata records (default 10 million; marker-heavy: nested scopes,
+//! fused transitions, points and data payloads of many interleaved waves on 4 shader engines),
+//! a quarter-size one beside it (does memory grow with the trace?) and a packed gfx12 one. Each
+//! tool runs as a `sqtt` child process of this tree and of the baseline (`SQTT_BENCH_BASELINE`:
+//! a git revision, default `main`, built once in the temporary directory; a `sqtt` binary; or
+//! `none`), alternating, so both are measured in the same run under the same load; the table
+//! gives records per CPU second of the child, their ratio, peak RSS and whether both wrote the
+//! same bytes. `--gen DIR N [packed]` only writes a directory (for profiling).
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
-
-use sqtt_tools::diag::NoProgress;
-use sqtt_tools::engine::Options;
 
 const SES: u32 = 4;
 const SLOTS_PER_SE: u32 = 32;
@@ -201,98 +201,139 @@ fn generate(root: &Path, total: u64, packed: bool) {
     .unwrap();
 }
 
-fn vm_hwm_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
+/// What one run of a `sqtt` binary cost: CPU seconds (user + system) and peak RSS.
+struct Cost {
+    cpu: f64,
+    rss_kib: u64,
+    /// A digest of what it wrote (stdout and output files), to show both versions agree.
+    digest: u64,
 }
 
-/// CPU time of this process so far, in seconds (/proc/self/schedstat: ns on a CPU).
-fn cpu_seconds() -> f64 {
-    std::fs::read_to_string("/proc/self/schedstat")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .next()
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .map(|ns| ns as f64 / 1e9)
-        .unwrap_or(0.0)
-}
-
-/// User and system CPU seconds of this process (/proc/self/stat, clock ticks of 1/100 s).
-fn user_sys_seconds() -> (f64, f64) {
-    let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let rest = s.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
-    (tick(11), tick(12))
-}
-
-fn child(tool: &str, dir: &Path) {
-    let opts = Options::default();
-    let t = Instant::now();
-    let c0 = cpu_seconds();
-    let (records, extra) = match tool {
-        "flamegraph" => {
-            let r = sqtt_tools::commands::flamegraph(dir, &opts, &NoProgress).unwrap();
-            let mut sink = std::io::sink();
-            sqtt_tools::flamegraph::write_folded(&mut sink, &r.folded).unwrap();
-            (r.totals.run.records, format!("{} stacks", r.folded.len()))
-        }
-        "perfetto" | "perfetto-json" => {
-            let format = if tool == "perfetto" {
-                sqtt_tools::perfetto::Format::Protobuf
-            } else {
-                sqtt_tools::perfetto::Format::Json
-            };
-            let out = dir.join("perfetto_out");
-            let r =
-                sqtt_tools::commands::perfetto(dir, Some(&out), None, format, &opts, &NoProgress)
-                    .unwrap();
-            let bytes: u64 = r
-                .files
-                .iter()
-                .map(|f| std::fs::metadata(f).unwrap().len())
-                .sum();
-            for f in &r.files {
-                std::fs::remove_file(f).unwrap();
-            }
-            (
-                r.totals.run.records,
-                format!(
-                    "{} events, {:.1} MB written, {:.1} bytes/event",
-                    r.events,
-                    bytes as f64 / 1e6,
-                    bytes as f64 / r.events.max(1) as f64
-                ),
-            )
-        }
+/// Runs `sqtt TOOL DIR` with binary `exe` and measures it with `wait4` (only the child's own
+/// CPU time and peak RSS, whatever else the machine runs).
+fn run_tool(exe: &Path, tool: &str, dir: &Path) -> Cost {
+    let out_dir = dir.join("bench_out");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let stdout = out_dir.join("stdout");
+    let mut cmd = Command::new(exe);
+    match tool {
+        "flamegraph" => cmd.arg("flamegraph").arg(dir),
+        "perfetto" => cmd.arg("perfetto").arg(dir).arg("-o").arg(&out_dir),
+        "perfetto-json" => cmd
+            .arg("perfetto")
+            .arg(dir)
+            .arg("-o")
+            .arg(&out_dir)
+            .arg("--json"),
         _ => unreachable!(),
     };
-    let dt = t.elapsed().as_secs_f64();
-    let cpu = cpu_seconds() - c0;
-    let (user, sys) = user_sys_seconds();
-    println!(
-        "{tool:>13}: {records} records: {:.2} M records/s per CPU second ({cpu:.2} s CPU: {user:.2} user, {sys:.2} system), {:.2} M/s wall ({dt:.2} s), peak RSS {} MiB ({extra})",
-        records as f64 / cpu / 1e6,
-        records as f64 / dt / 1e6,
-        vm_hwm_kib() / 1024
+    cmd.stdout(std::fs::File::create(&stdout).unwrap())
+        .stderr(std::process::Stdio::null());
+    // Reaped by the wait4 below, which also gives its CPU time and peak RSS.
+    #[allow(clippy::zombie_processes)]
+    let child = cmd.spawn().unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: `pid` is our child, not yet reaped; the pointers are to live locals.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(r, pid, "wait4");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{} {tool} failed ({status})",
+        exe.display()
     );
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let mut files: Vec<_> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    let mut digest = 0xcbf2_9ce4_8422_2325u64;
+    for f in &files {
+        let mut r = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(f).unwrap());
+        loop {
+            let buf = std::io::BufRead::fill_buf(&mut r).unwrap();
+            if buf.is_empty() {
+                break;
+            }
+            for &b in buf {
+                digest = (digest ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+            }
+            let n = buf.len();
+            std::io::BufRead::consume(&mut r, n);
+        }
+    }
+    std::fs::remove_dir_all(&out_dir).unwrap();
+    Cost {
+        cpu: secs(ru.ru_utime) + secs(ru.ru_stime),
+        rss_kib: ru.ru_maxrss as u64,
+        digest,
+    }
+}
+
+/// The `sqtt` binary to compare against: `SQTT_BENCH_BASELINE` is a path to one, a git revision
+/// (default `main`) whose tree is exported to the temporary directory and built there once, or
+/// `none`.
+fn baseline() -> Option<PathBuf> {
+    let want = std::env::var("SQTT_BENCH_BASELINE").unwrap_or_else(|_| "main".into());
+    if want == "none" {
+        return None;
+    }
+    if Path::new(&want).is_file() {
+        return Some(PathBuf::from(want));
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sha = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["rev-parse", "--verify", &format!("{want}^{{commit}}")])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let Some(sha) = sha else {
+        println!("baseline {want}: not a file or git revision; measuring this tree only");
+        return None;
+    };
+    let root = std::env::temp_dir().join(format!("sqtt-bench-baseline-{sha}"));
+    let exe = root.join("target/release/sqtt");
+    if !exe.is_file() {
+        std::fs::create_dir_all(&root).unwrap();
+        let sh = format!(
+            "git -C '{}' archive {sha} | tar -x -C '{}'",
+            repo.display(),
+            root.display()
+        );
+        let ok = Command::new("sh").args(["-c", &sh]).status().unwrap();
+        assert!(ok.success(), "exporting {want}");
+        println!(
+            "building the baseline sqtt of {want} ({sha}) in {}",
+            root.display()
+        );
+        let ok = Command::new(env!("CARGO"))
+            .current_dir(&root)
+            .args(["build", "--release", "-p", "sqtt-tools", "--bin", "sqtt"])
+            .env_remove("CARGO_TARGET_DIR")
+            .status()
+            .unwrap();
+        assert!(ok.success(), "building the baseline");
+    }
+    println!("baseline: {want} ({}), {}", &sha[..12], exe.display());
+    Some(exe)
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.len() >= 4 && args[1] == "--child" {
-        child(&args[2], Path::new(&args[3]));
-        return;
-    }
     if args.len() >= 4 && args[1] == "--gen" {
         generate(
             Path::new(&args[2]),
@@ -309,11 +350,25 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000_000);
-    let exe = std::env::current_exe().unwrap();
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_sqtt"));
+    let base = baseline();
+    let reps: usize = std::env::var("SQTT_BENCH_REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    println!(
+        "each figure: the best of {reps} runs, baseline and this tree alternating; M rec/s per \
+         CPU second of the child (user + system); load average before: {}",
+        load_average()
+    );
+    println!(
+        "| trace | tool | records | before M rec/s | after M rec/s | ratio | before peak MiB | after peak MiB | same output |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     for (n, packed) in [(total / 4, false), (total, false), (total, true)] {
         // In memory (tmpfs) when there is one, so the figures are the tools' and not the disk's.
-        let base = std::env::var_os("SQTT_BENCH_DIR")
-            .map(std::path::PathBuf::from)
+        let tmp = std::env::var_os("SQTT_BENCH_DIR")
+            .map(PathBuf::from)
             .unwrap_or_else(|| {
                 let shm = Path::new("/dev/shm");
                 if shm.is_dir() {
@@ -322,27 +377,42 @@ fn main() {
                     std::env::temp_dir()
                 }
             });
-        let dir = tempfile::tempdir_in(&base).unwrap();
-        let t = Instant::now();
+        let dir = tempfile::tempdir_in(&tmp).unwrap();
         generate(dir.path(), n, packed);
-        let size: u64 = std::fs::read_dir(dir.path().join("ui_output_bench"))
-            .unwrap()
-            .flatten()
-            .map(|e| e.metadata().unwrap().len())
-            .sum();
-        println!(
-            "generated {n} {} records ({} MB of JSON, in {}) in {:.1} s",
-            if packed { "packed gfx12" } else { "legacy" },
-            size >> 20,
-            base.display(),
-            t.elapsed().as_secs_f64()
-        );
+        let kind = if packed { "packed gfx12" } else { "legacy" };
         for tool in ["flamegraph", "perfetto", "perfetto-json"] {
-            let st = Command::new(&exe)
-                .args(["--child", tool, dir.path().to_str().unwrap()])
-                .status()
-                .unwrap();
-            assert!(st.success());
+            let mut after: Option<Cost> = None;
+            let mut before: Option<Cost> = None;
+            let best = |best: &mut Option<Cost>, c: Cost| {
+                if best.as_ref().is_none_or(|b| c.cpu < b.cpu) {
+                    *best = Some(c);
+                }
+            };
+            for _ in 0..reps {
+                if let Some(b) = &base {
+                    best(&mut before, run_tool(b, tool, dir.path()));
+                }
+                best(&mut after, run_tool(&exe, tool, dir.path()));
+            }
+            let a = after.unwrap();
+            let rate = |c: &Cost| n as f64 / c.cpu / 1e6;
+            match &before {
+                Some(b) => println!(
+                    "| {kind} | {tool} | {n} | {:.2} | {:.2} | {:.2}x | {} | {} | {} |",
+                    rate(b),
+                    rate(&a),
+                    b.cpu / a.cpu,
+                    b.rss_kib / 1024,
+                    a.rss_kib / 1024,
+                    if b.digest == a.digest { "yes" } else { "NO" }
+                ),
+                None => println!(
+                    "| {kind} | {tool} | {n} | - | {:.2} | - | - | {} | - |",
+                    rate(&a),
+                    a.rss_kib / 1024
+                ),
+            }
         }
     }
+    println!("load average after: {}", load_average());
 }

@@ -90,8 +90,33 @@ pub struct CodeObject {
     pub layout_in_code_json: bool,
     /// Given with `--code-object` rather than found in the directory.
     pub from_option: bool,
-    dense: Vec<(MarkerClass, u32, u32)>,
-    sparse: FxHashMap<u32, (MarkerClass, u32, u32)>,
+    dense: Vec<IdRow>,
+    sparse: FxHashMap<u32, IdRow>,
+}
+
+/// What the tables keep per marker ID: class, payload count and funcmap entry index.
+#[derive(Debug, Clone, Copy)]
+struct IdRow {
+    class: MarkerClass,
+    payload: u32,
+    /// Index into the funcmap's entries; `u32::MAX`: no entry.
+    entry: u32,
+}
+
+const NO_ROW: IdRow = IdRow {
+    class: MarkerClass::Unknown,
+    payload: 0,
+    entry: u32::MAX,
+};
+
+/// What a code object says about one marker ID.
+#[derive(Debug, Clone, Copy)]
+pub struct Lookup<'a> {
+    pub class: MarkerClass,
+    /// Payload records after the header (the `R:` count, or the address-trace framing).
+    pub payload: u32,
+    /// The funcmap entry; `None` for an ID not in the funcmap.
+    pub entry: Option<&'a Entry>,
 }
 
 impl CodeObject {
@@ -116,12 +141,16 @@ impl CodeObject {
                 // No R: row (an older funcmap): the framing of W: and the op kind.
                 n = cat.payload_records(wave_size);
             }
-            let v = (class, n, i as u32);
+            let v = IdRow {
+                class,
+                payload: n,
+                entry: i as u32,
+            };
             if mid < DENSE_LIMIT {
                 if dense.len() <= mid as usize {
-                    dense.resize(mid as usize + 1, (MarkerClass::Unknown, 0, u32::MAX));
+                    dense.resize(mid as usize + 1, NO_ROW);
                 }
-                if dense[mid as usize].2 == u32::MAX {
+                if dense[mid as usize].entry == u32::MAX {
                     dense[mid as usize] = v;
                 }
             } else {
@@ -143,19 +172,26 @@ impl CodeObject {
 
     /// Class, payload count and entry of marker `id`.
     #[inline]
-    pub fn lookup(&self, id: u32) -> (MarkerClass, u32, Option<&Entry>) {
-        let v = if let Some(v) = self.dense.get(id as usize) {
-            *v
-        } else if id < DENSE_LIMIT {
-            return (MarkerClass::Unknown, 0, None);
-        } else {
-            match self.sparse.get(&id) {
-                Some(v) => *v,
-                None => return (MarkerClass::Unknown, 0, None),
-            }
+    pub fn lookup(&self, id: u32) -> Lookup<'_> {
+        let row = match self.dense.get(id as usize) {
+            Some(row) => *row,
+            None if id < DENSE_LIMIT => NO_ROW,
+            None => self.sparse.get(&id).copied().unwrap_or(NO_ROW),
         };
-        let entry = self.funcmap.entries.get(v.2 as usize);
-        (v.0, v.1, entry)
+        Lookup {
+            class: row.class,
+            payload: row.payload,
+            entry: self.funcmap.entries.get(row.entry as usize),
+        }
+    }
+
+    /// Whether marker `id` is in the funcmap.
+    #[inline]
+    pub fn knows(&self, id: u32) -> bool {
+        match self.dense.get(id as usize) {
+            Some(row) => row.entry != u32::MAX,
+            None => id >= DENSE_LIMIT && self.sparse.contains_key(&id),
+        }
     }
 
     /// Kernel names of the `K:` rows.

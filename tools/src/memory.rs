@@ -269,7 +269,7 @@ impl<W: Write> Sink for MemoryReport<W> {
                 code_object: w.codeobj,
                 marker_id: m.id,
                 name: name.clone(),
-                category: b.category.label().to_string(),
+                category: b.layout.label().to_string(),
                 kind: b.op.to_string(),
                 source_loc: loc.clone(),
                 ..Default::default()
@@ -291,7 +291,7 @@ impl<W: Write> Sink for MemoryReport<W> {
             "time": time,
             "marker_id": m.id,
             "op": name,
-            "category": b.category.label(),
+            "category": b.layout.label(),
             "kind": b.op,
             "source_loc": loc,
             "wave_size": b.wave_size,
@@ -299,7 +299,7 @@ impl<W: Write> Sink for MemoryReport<W> {
             "lanes": b.lanes,
         });
         let o = v.as_object_mut().expect("object");
-        match b.category {
+        match b.layout {
             AddrCategory::Permute => {
                 o.insert("indices".into(), json!(b.addresses));
                 o.insert(
@@ -321,7 +321,7 @@ impl<W: Write> Sink for MemoryReport<W> {
             o.insert("base".into(), hex(bp.base));
             o.insert("soffset".into(), json!(bp.soffset));
             o.insert("voffsets".into(), json!(b.voffsets));
-            if b.category == AddrCategory::StructBuffer {
+            if b.layout == AddrCategory::StructBuffer {
                 o.insert("stride".into(), json!(bp.stride));
                 o.insert("vindex".into(), json!(b.vindex));
             }

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
+use sqtt_markers::addr_trace::BufferParts;
 use sqtt_markers::{Funcmap, MarkerEncoding};
 
 #[path = "../support/elf.rs"]
@@ -225,18 +226,29 @@ pub fn lds_block(exec: u64, wave: u32, addr: impl Fn(u32) -> u32, rng: &mut Rng)
     }
 }
 
-/// Buffer block; `vindex` given makes it a struct-buffer block with `stride`.
-#[allow(clippy::too_many_arguments)]
+/// A buffer descriptor's parts.
+pub fn desc(base: u64, stride: u32, soffset: u32) -> BufferParts {
+    BufferParts {
+        base,
+        soffset,
+        stride,
+    }
+}
+
+/// Buffer block with descriptor `desc`; `vindex` given makes it a struct-buffer block.
 pub fn buffer_block(
     exec: u64,
     wave: u32,
-    base: u64,
-    stride: u32,
-    soffset: u32,
+    desc: BufferParts,
     voffset: impl Fn(u32) -> u32,
     vindex: Option<&dyn Fn(u32) -> u32>,
     rng: &mut Rng,
 ) -> AddrBlock {
+    let BufferParts {
+        base,
+        soffset,
+        stride,
+    } = desc;
     let rsrc_lo = base as u32;
     let rsrc_hi = ((base >> 32) as u32 & 0xFFFF) | (stride << 16) | 0xC000_0000;
     let mut tokens = vec![exec as u32, (exec >> 32) as u32, rsrc_lo, rsrc_hi, soffset];
@@ -839,16 +851,14 @@ pub fn scenario(scale: usize) -> Sim {
                 Act::Exit,
                 Act::Addr(
                     12,
-                    buffer_block(exec, 64, b + 0x1000, 0, 64, |l| 8 * l, None, &mut rng),
+                    buffer_block(exec, 64, desc(b + 0x1000, 0, 64), |l| 8 * l, None, &mut rng),
                 ),
                 Act::Addr(
                     13,
                     buffer_block(
                         exec,
                         64,
-                        b + 0x2000,
-                        16,
-                        0,
+                        desc(b + 0x2000, 16, 0),
                         |l| l % 4,
                         Some(&|l| l),
                         &mut rng,
@@ -982,7 +992,7 @@ pub fn scenario(scale: usize) -> Sim {
                 Act::Addr(3, lds_block(exec, 32, |l| 4 * l, &mut rng)),
                 Act::Addr(
                     4,
-                    buffer_block(exec, 32, b, 0, 128, |l| 4 * l, None, &mut rng),
+                    buffer_block(exec, 32, desc(b, 0, 128), |l| 4 * l, None, &mut rng),
                 ),
                 Act::Exit,
                 Act::Work(60),

@@ -1,0 +1,405 @@
+//! The record engine shared by every tool.
+//!
+//! It walks one ui directory's shaderdata records and hands scope, point and address events
+//! to a [`Sink`], in three parts:
+//! - [`demux`]: stream demultiplexing. Each shader engine's records in time order, PRIV
+//!   records dropped, the rest routed to the slot of their `(se, cu, simd, wave_id)`, split
+//!   into wave instances by `occupancy.json` (the latest wave start at or before the record),
+//!   and framed into headers and the `R:`-declared payload records after them.
+//! - [`clock`]: clock domains. Packed gfx12 headers carry a few bits of the shader clock of
+//!   their issue; per `(se, cu, simd, clock_bits, clock_shift)` domain a first (survey) pass
+//!   finds the smallest delay, and the second pass moves each header back by its own excess.
+//! - [`deliver`]: delivery. A decoded header and its payload become sink events, with frame
+//!   names from the [`catalog`] of code objects and dispatches.
+
+mod catalog;
+mod clock;
+mod deliver;
+mod demux;
+
+use std::path::Path;
+
+use rustc_hash::FxHashMap;
+use sqtt_markers::{Entry, Funcmap};
+
+use crate::codeobj::{demangle, short_name, CodeObject, MarkerClass};
+use crate::diag::{kind, Diagnostics, Progress};
+use crate::error::Error;
+use crate::input::{Occupancy, TraceDir, UiDir};
+
+use catalog::Catalog;
+use clock::Clocks;
+use demux::Demux;
+
+/// An address-trace block as the sinks see it (read by the layout table in sqtt-markers).
+pub use sqtt_markers::addr_trace::{Block as AddressBlock, BufferParts};
+
+/// Options common to the tools.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Restore packed gfx12 headers and correct their times (default); `false` keeps raw values
+    /// and arrival times.
+    pub decode_markers: bool,
+    /// Demangle function and kernel names.
+    pub demangle: bool,
+    /// Show kernel and function names demangled and without template arguments, parameter
+    /// lists or return types.
+    pub short_names: bool,
+    /// Files (an executable or code objects) whose funcmaps serve the dispatches whose code
+    /// object the directory does not hold (`--code-object`).
+    pub code_objects: Vec<std::path::PathBuf>,
+}
+
+impl Options {
+    /// A kernel or function name as the options want it shown.
+    pub fn show(&self, name: &str) -> String {
+        match (self.demangle || self.short_names, self.short_names) {
+            (_, true) => short_name(&demangle(name)),
+            (true, false) => demangle(name),
+            _ => name.to_string(),
+        }
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            decode_markers: true,
+            demangle: false,
+            short_names: false,
+            code_objects: Vec::new(),
+        }
+    }
+}
+
+/// Interned frame names.
+#[derive(Debug, Default, Clone)]
+pub struct Names {
+    names: Vec<String>,
+    index: FxHashMap<String, u32>,
+}
+
+impl Names {
+    pub fn intern(&mut self, s: &str) -> u32 {
+        if let Some(i) = self.index.get(s) {
+            return *i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(s.to_string());
+        self.index.insert(s.to_string(), i);
+        i
+    }
+
+    pub fn get(&self, i: u32) -> &str {
+        &self.names[i as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+/// One wave instance (one stream of records).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Wave {
+    pub se: u32,
+    pub cu: u32,
+    pub simd: u32,
+    pub wave_id: u32,
+    /// Index of the wave among the waves of its slot in this ui directory.
+    pub instance: u32,
+    /// The dispatch (occupancy `kernel_id`); `None` for records with no occupancy.
+    pub dispatch: Option<u64>,
+    /// Frame name index of the kernel.
+    pub kernel: u32,
+    /// Code object ID, when known.
+    pub codeobj: Option<u64>,
+    pub start: Option<u64>,
+    pub end: Option<u64>,
+    /// Where the stream's time begins: the wave start, or its first record without occupancy.
+    pub begin: u64,
+}
+
+/// What a scope marker does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScopeOp {
+    Enter,
+    Exit,
+    ExitEnter,
+}
+
+/// Kind of scope, for Perfetto categories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScopeKind {
+    Function,
+    User,
+}
+
+/// A decoded marker header as the sinks see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Marker<'a> {
+    pub id: u32,
+    pub class: MarkerClass,
+    /// Frame name index (for scopes and points; unused for a bare exit).
+    pub frame: u32,
+    /// Legacy-form value (raw with `--no-decode-markers`).
+    pub value: u32,
+    pub entry: Option<&'a Entry>,
+    /// Arrival time of the record (before correction).
+    pub arrival: u64,
+}
+
+impl Marker<'_> {
+    pub fn scope_kind(&self) -> ScopeKind {
+        match self.class {
+            MarkerClass::Function => ScopeKind::Function,
+            _ => ScopeKind::User,
+        }
+    }
+}
+
+/// Receives the events of one ui directory.
+#[allow(unused_variables)]
+pub trait Sink {
+    /// Whether address blocks are wanted (payloads are collected only then).
+    fn wants_addresses(&self) -> bool {
+        false
+    }
+    fn wave_start(&mut self, names: &Names, slot: usize, wave: &Wave) {}
+    fn scope(&mut self, names: &Names, slot: usize, time: u64, op: ScopeOp, m: &Marker) {}
+    fn point(&mut self, names: &Names, slot: usize, time: u64, m: &Marker, payload: &[u32]) {}
+    fn address(&mut self, names: &Names, slot: usize, time: u64, m: &Marker, b: &AddressBlock) {}
+    /// The wave's end: its occupancy end, or its last marker when later (or unknown).
+    fn wave_end(&mut self, names: &Names, slot: usize, wave: &Wave, end: u64) {}
+}
+
+/// Counts of one run.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RunStats {
+    /// Shaderdata records read.
+    pub records: u64,
+    pub priv_records: u64,
+    pub payload_records: u64,
+    pub headers: u64,
+    pub waves: u64,
+    /// Shaderdata files that could be read (at least in part).
+    pub files_ok: u64,
+    pub files_bad: u64,
+    /// Packed headers whose time was corrected (moved earlier by at least one cycle).
+    pub corrected: u64,
+    /// Records of waves with no code object: their payload counts are unknown, so they are
+    /// not read as markers at all.
+    pub unread: u64,
+}
+
+impl RunStats {
+    /// Adds another run's counts.
+    pub fn add(&mut self, s: &RunStats) {
+        self.records += s.records;
+        self.priv_records += s.priv_records;
+        self.payload_records += s.payload_records;
+        self.headers += s.headers;
+        self.waves += s.waves;
+        self.files_ok += s.files_ok;
+        self.files_bad += s.files_bad;
+        self.corrected += s.corrected;
+        self.unread += s.unread;
+    }
+}
+
+/// What is shared by the ui directories of one trace directory.
+pub struct Trace {
+    pub dir: TraceDir,
+    /// Why each shaderdata file that could not be read failed, in reading order.
+    pub file_errors: Vec<String>,
+    files: std::collections::BTreeMap<std::path::PathBuf, Funcmap>,
+    /// The funcmaps of `--code-object` files, with their sources.
+    extra: Vec<(Funcmap, String)>,
+    pub diag: Diagnostics,
+}
+
+/// IDs given to the code objects of `--code-object` files (counting down), out of the way of
+/// the IDs rocprofv3 gives.
+const EXTRA_ID_BASE: u64 = u64::MAX - 1;
+
+impl Trace {
+    pub fn open(path: &Path) -> Result<Trace, Error> {
+        Trace::open_with(path, &[])
+    }
+
+    /// Opens a trace directory, with `code_objects` (`--code-object` files) as the funcmap
+    /// source of dispatches whose code object the directory does not hold.
+    pub fn open_with(path: &Path, code_objects: &[std::path::PathBuf]) -> Result<Trace, Error> {
+        let mut extra = Vec::new();
+        for f in code_objects {
+            extra.extend(read_option_code_objects(f)?);
+        }
+        let dir = TraceDir::open(path)?;
+        let mut diag = Diagnostics::default();
+        for w in &dir.warnings {
+            diag.warn(kind::BAD_FILE, || w.clone());
+        }
+        let files = dir.read_code_objects(&mut diag);
+        Ok(Trace {
+            dir,
+            file_errors: Vec::new(),
+            files,
+            extra,
+            diag,
+        })
+    }
+
+    /// Total bytes of shaderdata, for progress.
+    pub fn shaderdata_bytes(&self) -> u64 {
+        self.dir
+            .ui_dirs
+            .iter()
+            .flat_map(|u| u.shaderdata.iter())
+            .filter_map(|(_, p)| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum()
+    }
+
+    /// Runs `sink` over one ui directory.
+    pub fn run_ui<S: Sink>(
+        &mut self,
+        ui: &UiDir,
+        opts: &Options,
+        names: &mut Names,
+        sink: &mut S,
+        progress: &dyn Progress,
+    ) -> Result<RunStats, Error> {
+        let codeobjs = ui.code_objects(&self.files, &mut self.diag);
+        let occ_path = ui.path.join("occupancy.json");
+        let occ = if occ_path.is_file() {
+            match Occupancy::read(&occ_path) {
+                Ok(o) => o,
+                Err(e) => {
+                    self.diag.warn(kind::BAD_FILE, || e.to_string());
+                    Occupancy::default()
+                }
+            }
+        } else {
+            self.diag
+                .warn(kind::NO_OCCUPANCY_FILE, || ui.path.display().to_string());
+            Occupancy::default()
+        };
+        let mut codeobjs = codeobjs;
+        let first_extra = codeobjs.len();
+        let dw = ui.default_wave_size();
+        for (i, (map, src)) in self.extra.iter().enumerate() {
+            let mut co = CodeObject::new(EXTRA_ID_BASE - i as u64, map.clone(), src.clone(), dw);
+            co.from_option = true;
+            codeobjs.push(co);
+        }
+        let hint = missing_hint(&self.dir, ui, &codeobjs[..first_extra]);
+        let mut catalog = Catalog::new(codeobjs, occ, opts.clone(), names, &mut self.diag);
+        catalog.missing_hint = hint;
+        let mut clocks = Clocks::new(catalog.codeobjs.len());
+        let packed = opts.decode_markers && catalog.encodings.iter().any(|e| e.has_shader_clock());
+        let mut demux = Demux::default();
+        if packed {
+            let mut null = NullSink;
+            let mut survey = Pass::new(&mut catalog, &mut clocks, names, &mut null);
+            demux.pass::<_, true>(ui, &mut survey, &NoBytes)?;
+            demux.reset();
+            clocks.settle(&catalog.codeobjs, &mut self.diag);
+        }
+        let mut pass = Pass::new(&mut catalog, &mut clocks, names, sink);
+        demux.pass::<_, false>(ui, &mut pass, progress)?;
+        self.diag.merge(&pass.diag);
+        self.file_errors.append(&mut demux.file_errors);
+        Ok(demux.stats)
+    }
+}
+
+/// What one pass over a ui directory reads and writes besides the records.
+struct Pass<'a, S> {
+    catalog: &'a mut Catalog,
+    clocks: &'a mut Clocks,
+    names: &'a mut Names,
+    sink: &'a mut S,
+    /// Whether the sink wants address blocks (their payloads are collected only then).
+    want_addr: bool,
+    /// The pass's own warnings (those of a survey pass are dropped).
+    diag: Diagnostics,
+}
+
+impl<'a, S: Sink> Pass<'a, S> {
+    fn new(
+        catalog: &'a mut Catalog,
+        clocks: &'a mut Clocks,
+        names: &'a mut Names,
+        sink: &'a mut S,
+    ) -> Self {
+        Pass {
+            want_addr: sink.wants_addresses(),
+            catalog,
+            clocks,
+            names,
+            sink,
+            diag: Diagnostics::default(),
+        }
+    }
+}
+
+/// The funcmaps of one `--code-object` file: one per code object that has a funcmap.
+fn read_option_code_objects(f: &Path) -> Result<Vec<(Funcmap, String)>, Error> {
+    let bad = |reason: String| Error::CodeObjectOption {
+        path: f.to_path_buf(),
+        reason,
+    };
+    let cos = sqtt_codeobj::read_path(f).map_err(|e| bad(e.to_string()))?;
+    let n = cos.len();
+    let mut out = Vec::new();
+    let mut malformed = None;
+    for co in cos {
+        match co.funcmap {
+            sqtt_codeobj::FuncmapState::Present { map, .. } => {
+                out.push((map, format!("{} ({})", f.display(), co.location)));
+            }
+            sqtt_codeobj::FuncmapState::Malformed(e) => {
+                malformed.get_or_insert(e.to_string());
+            }
+            _ => {}
+        }
+    }
+    if out.is_empty() {
+        return Err(bad(match malformed {
+            Some(e) => format!("malformed .sqtt_funcmap section: {e}"),
+            None => format!("none of its {n} code objects has a .sqtt_funcmap section"),
+        }));
+    }
+    Ok(out)
+}
+
+/// What was looked for when a wave's code object is missing, for the warning.
+fn missing_hint(dir: &TraceDir, ui: &UiDir, found: &[CodeObject]) -> String {
+    let searched: Vec<String> = dir
+        .searched
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let have: Vec<String> = found.iter().map(|c| c.id.to_string()).collect();
+    format!(
+        "looked for *_code_object_id_<N>.out in and below {} and for sqtt_funcmap rows in {}; \
+         code objects found: {}; give the executable or code object with --code-object FILE",
+        searched.join(", "),
+        ui.path.join("code.json").display(),
+        if have.is_empty() {
+            "none".to_string()
+        } else {
+            have.join(", ")
+        }
+    )
+}
+
+struct NoBytes;
+impl Progress for NoBytes {}
+
+struct NullSink;
+impl Sink for NullSink {}
