@@ -103,6 +103,17 @@ impl EntryKind {
         }
     }
 
+    /// Whether a row of this kind named `name` (or starting with it) has a `@location` part:
+    /// kernels, functions and address-trace points; user names are taken whole (they may hold
+    /// `@`).
+    pub fn carries_source_loc(self, name: &str) -> bool {
+        match self {
+            EntryKind::Function | EntryKind::Kernel => true,
+            EntryKind::Point => name.starts_with(ADDR_TRACE_PREFIX),
+            EntryKind::User => false,
+        }
+    }
+
     /// Whether markers of this kind push and pop scopes.
     pub fn is_scope(self) -> bool {
         matches!(self, EntryKind::Function | EntryKind::User)
@@ -134,11 +145,7 @@ impl Entry {
         if name_problem(name).is_some() || id.is_some() != kind.has_id() {
             return None;
         }
-        let keeps_loc = match kind {
-            EntryKind::Function | EntryKind::Kernel => true,
-            EntryKind::Point => name.starts_with(ADDR_TRACE_PREFIX),
-            EntryKind::User => false,
-        };
+        let keeps_loc = kind.carries_source_loc(name);
         let source_loc = source_loc
             .filter(|l| keeps_loc && !l.is_empty())
             .map(str::to_string);
@@ -442,12 +449,7 @@ fn parse_id(s: &str) -> Option<u32> {
 /// `name@loc`: kernels and functions (mangled symbols never hold `@`) and address-trace points
 /// carry a source location; user scope and user point names are taken whole.
 fn split_source_loc(kind: EntryKind, rest: &str) -> (String, Option<String>) {
-    let splits = match kind {
-        EntryKind::Function | EntryKind::Kernel => true,
-        EntryKind::Point => rest.starts_with(ADDR_TRACE_PREFIX),
-        EntryKind::User => false,
-    };
-    if splits {
+    if kind.carries_source_loc(rest) {
         if let Some((n, loc)) = rest.split_once('@') {
             if loc.is_empty() {
                 // `name\r@` ends the row at the name once the empty location goes: its `\r` is a
