@@ -121,9 +121,15 @@ fn markers() {
                     marker_trace(&insts),
                     words(&want),
                 );
+                // No hwreg read but, at -O0 on LLVM 15, the flat aperture
+                // (`hwreg(HW_REG_SH_MEM_BASES, 0, 16)`) of the kernel's own stack accesses.
                 c.eq(
                     format!("{n} unfiltered: no scope check"),
-                    count_matching(&insts, "s_getreg_b32*"),
+                    count_matching(&insts, "s_getreg_b32*")
+                        - count_matching(
+                            &insts,
+                            "s_getreg_b32 s*, hwreg(HW_REG_SH_MEM_BASES, 0, 16)",
+                        ),
                     0,
                 );
             }

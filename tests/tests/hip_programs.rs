@@ -146,9 +146,9 @@ fn pass_plugin_reaches_the_device_compile() {
 /// out with `llvm-objdump --offloading`, has the funcmap and both markers.
 #[test]
 fn new_offload_driver_and_rdc_keep_the_markers() {
-    if llvm_major() < 17 {
-        // clang 15/16's hipcc has no working --offload-new-driver link for HIP, nor
-        // llvm-objdump --offloading.
+    if llvm_major() < 21 {
+        // Checked with hipcc 7.x (LLVM 21+, the sid and experimental lanes): LLVM 15's
+        // llvm-objdump --offloading writes no code object out of either linked program.
         eprintln!("LLVM {}: not checked here", llvm_major());
         return;
     }
