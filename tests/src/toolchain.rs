@@ -691,3 +691,55 @@ pub fn bad_marker_encodings(dis: &str, cpu: &str) -> Vec<String> {
     }
     bad
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marker_trace_reads_units_registers_and_immediates() {
+        let asm = "\
+k:
+\ts_mov_b32 m0, 6
+\t;;#ASMSTART
+\ts_nop 0
+\ts_ttracedata
+\t;;#ASMEND
+\ts_mov_b32 s4, 0x1c
+\ts_mov_b32 m0, s4
+\ts_nop 0
+\ts_ttracedata
+\tv_readfirstlane_b32 s5, v0
+\ts_mov_b32 m0, s5
+\ts_add_u32 s0, s0, 1
+\ts_ttracedata
+\ts_ttracedata_imm 0xc
+\tv_readfirstlane_b32 m0, v1
+\ts_ttracedata
+";
+        assert_eq!(
+            marker_trace(&all_instructions(asm)),
+            ["m0:6+nop", "m0:28+nop", "m0:dyn", "imm:0xc", "m0:dyn"]
+        );
+    }
+
+    #[test]
+    fn bad_marker_encodings_knows_each_generation() {
+        let dis = "\
+\ts_ttracedata                                               // 000000001024: BF960000
+\ts_ttracedata_imm 6                                         // 000000001028: BFBB0006
+";
+        assert_eq!(
+            bad_marker_encodings(dis, "gfx1030"),
+            ["s_ttracedata_imm=BFBB0006"]
+        );
+        assert_eq!(
+            bad_marker_encodings(dis, "gfx1100"),
+            ["s_ttracedata=BF960000"]
+        );
+        assert_eq!(
+            bad_marker_encodings(dis, "gfx942"),
+            ["s_ttracedata_imm=BFBB0006"]
+        );
+    }
+}
