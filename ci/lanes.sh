@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the lanes of ci/lanes.tsv (all, or those named), SQTT_LANE_JOBS at a time (default 2: the
-# lanes' cases are mostly one compiler process after another, so two lanes keep both cores
+# lanes' tests are mostly one compiler process after another, so two lanes keep both cores
 # busy). Each lane's output goes to target/lanes/logs/NAME.log and is printed whole when the
 # lane ends, with the lane's time; the run fails when any lane fails (the others still finish).
 #   ci/lanes.sh               every lane

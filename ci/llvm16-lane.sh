@@ -117,8 +117,7 @@ if [ "$MODE" = env ]; then
   cat "$CACHE/env.sh"
   exit 0
 fi
-# `-- CMD`: only CMD, in the lane's environment (as the other lanes do; ci/lanes.sh runs the
-# cases first, then the suites this way).
+# `-- CMD`: only CMD, in the lane's environment (as the other lanes do).
 if [ ${#CMD[@]} -gt 0 ]; then
   lane_log "running with the LLVM 16 environment: ${CMD[*]}"
   cd "$REPO"
