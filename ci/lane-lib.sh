@@ -50,8 +50,9 @@ lane_table_arches() {
 
 # Runs the lane's e2e suites (the fourth column of its row in ci/lanes.tsv) with cargo test in the
 # current environment (the lane's toolchain), from the worktree: the whole files in one cargo
-# test, each FILE:FILTER entry in its own. Prints `== LANE: PASS` or `== LANE: FAIL` and returns
-# non-zero on a failure (the other suites still run).
+# test (--no-fail-fast: every file runs), each FILE:FILTER entry in its own. Prints
+# `== LANE: PASS` or `== LANE: FAIL` and returns non-zero on a failure (the other suites still
+# run).
 #   lane_run_suites LANE
 lane_run_suites() {
   local suites s whole=() filtered=() rc=0 t0=$SECONDS
@@ -68,8 +69,8 @@ lane_run_suites() {
     esac
   done
   if [ ${#whole[@]} -gt 0 ]; then
-    lane_log "cargo test -p sqtt-e2e ${whole[*]}"
-    cargo test -p sqtt-e2e "${whole[@]}" </dev/null || rc=1
+    lane_log "cargo test -p sqtt-e2e --no-fail-fast ${whole[*]}"
+    cargo test -p sqtt-e2e --no-fail-fast "${whole[@]}" </dev/null || rc=1
   fi
   for s in "${filtered[@]}"; do
     lane_log "cargo test -p sqtt-e2e --test ${s%%:*} -- ${s#*:}"
