@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the lanes of ci/lanes.tsv (all, or those named), SQTT_LANE_JOBS at a time (default 2: the
-# lanes' cases are mostly one compiler process after another, so two lanes keep both cores
+# lanes' tests are mostly one compiler process after another, so two lanes keep both cores
 # busy). Each lane's output goes to target/lanes/logs/NAME.log and is printed whole when the
 # lane ends, with the lane's time; the run fails when any lane fails (the others still finish).
 #   ci/lanes.sh               every lane
@@ -29,32 +29,17 @@ done
 jobs=${SQTT_LANE_JOBS:-2}
 case $jobs in '' | *[!0-9]* | 0) echo "ci/lanes.sh: SQTT_LANE_JOBS must be a positive number, not '$jobs'" >&2; exit 2 ;; esac
 
-# One lane: its setup (the lane's own cases), then its e2e suites in its environment.
-lane() { # name setup arches suites
-  local name=$1 setup=$2 suites=$4 cmd s file filter
-  read -r -a cmd <<<"$setup"
+# One lane: its script sets up the toolchain and runs the lane's e2e suites (its row's fourth
+# column, with lane_run_suites in ci/lane-lib.sh) in that environment.
+lane() { # name setup
+  local cmd
+  read -r -a cmd <<<"$2"
   if [ "${cmd[0]}" = check ]; then
     SQTT_PLUGIN_RUST_ONLY=1 cargo check --locked -p sqtt-plugin --no-default-features \
       --features "llvm${cmd[1]}-1" --target-dir "target/llvm${cmd[1]}"
     return
   fi
   bash "${cmd[@]}" </dev/null
-  [ "$suites" != - ] || return 0
-  # Whole files in one cargo test; FILE:FILTER entries each in their own.
-  local whole=() filtered=()
-  for s in $suites; do
-    case $s in
-    *:*) filtered+=("$s") ;;
-    *) whole+=(--test "$s") ;;
-    esac
-  done
-  if [ ${#whole[@]} -gt 0 ]; then
-    bash "${cmd[@]}" -- cargo test -p sqtt-e2e "${whole[@]}" </dev/null
-  fi
-  for s in "${filtered[@]}"; do
-    file=${s%%:*} filter=${s#*:}
-    bash "${cmd[@]}" -- cargo test -p sqtt-e2e --test "$file" -- "$filter" </dev/null
-  done
 }
 
 mkdir -p "$LOGS"
@@ -79,7 +64,7 @@ reap() {
   unset "pid_name[$pid]"
 }
 for line in "${lines[@]}"; do
-  IFS=$'\t' read -r name setup arches suites <<<"$line"
+  IFS=$'\t' read -r name setup _ <<<"$line"
   if [ ${#wanted[@]} -gt 0 ] && ! printf '%s\n' "${wanted[@]}" | grep -qx "$name"; then
     continue
   fi
@@ -87,7 +72,7 @@ for line in "${lines[@]}"; do
   echo "== lane $name started (total $((SECONDS - start)) s)"
   (
     set -euo pipefail
-    lane "$name" "$setup" "$arches" "$suites"
+    lane "$name" "$setup"
   ) >"$LOGS/$name.log" 2>&1 &
   pid_name[$!]=$name
   pid_start[$!]=$SECONDS

@@ -2,14 +2,15 @@
 # A modern-LLVM lane on the bookworm host: LLVM 19 (bookworm main) or 22 (bookworm-security);
 # LLVM 23, which only sid packages, runs the same lane inside a cached sid chroot of its own
 # (/var/cache/sqtt-llvm23, SQTT_LLVM23_ROOT; a copy of the sid lane's chroot when that exists).
-# Builds the plugin with its own pass registration (feature llvm<N>-1), then runs the IR fixtures
-# through opt-<N>/llc-<N> on the lane's arches (ci/ir-cases.sh: exact marker sequences, funcmaps,
-# scope checks, address tracing, clock packing, no cache invalidation) and the IR-level e2e
-# suite against that opt. Real HIP on modern hipcc runs in the sid/experimental lanes: Debian
-# bookworm's HIP 5.2 headers do not compile with clang 19+.
+# Builds the plugin with its own pass registration (feature llvm<N>-1), then runs the lane's e2e
+# suites (its row of ci/lanes.tsv: ir_fixtures, the IR fixtures through opt-<N>/llc-<N>, and the
+# IR-level suites) against that LLVM. Real HIP on modern hipcc runs in the sid/experimental lanes:
+# Debian bookworm's HIP 5.2 headers do not compile with clang 19+.
 #
-# Usage: ci/llvm-host-lane.sh MAJOR [ARCH...]   (default arches: the lane's row of ci/lanes.tsv)
-#        ci/llvm-host-lane.sh MAJOR -- CMD...   build, then run CMD with the lane's environment
+# Usage: ci/llvm-host-lane.sh MAJOR [ARCH...]   set up, build, run the suites (default arches:
+#                                               the lane's row of ci/lanes.tsv)
+#        ci/llvm-host-lane.sh MAJOR -- CMD...   set up, build, then run CMD with the lane's
+#                                               environment
 # Settings: SQTT_NET_TIMEOUT (seconds per apt step, default 600), CARGO_BUILD_JOBS (default 2).
 set -euo pipefail
 
@@ -19,8 +20,6 @@ LANE_NAME=llvm$MAJOR-lane
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=ci/lane-lib.sh
 source "$REPO/ci/lane-lib.sh"
-# shellcheck source=ci/ir-cases.sh
-source "$REPO/ci/ir-cases.sh"
 
 case $MAJOR in
 19 | 22) ;;
@@ -57,7 +56,6 @@ else
 fi
 [ ${#ARCHES[@]} -gt 0 ] || ARCHES=("${DEFAULT_ARCHES[@]}")
 
-START=$(date +%s)
 CACHE=$REPO/target/lanes/llvm$MAJOR
 NET_TIMEOUT=${SQTT_NET_TIMEOUT:-600}
 TARGET_DIR=$REPO/target/llvm$MAJOR
@@ -85,33 +83,10 @@ lane_log "plugin built in $(($(date +%s) - t0))s"
 
 export SQTT_PLUGIN=$PLUGIN SQTT_LLVM_MAJOR=$MAJOR SQTT_LLVM_BIN=$LLVM_BIN
 export SQTT_TEST_LLVM_SUFFIX=-$MAJOR SQTT_TEST_ARCHES="${ARCHES[*]}"
+cd "$REPO"
 if [ ${#CMD[@]} -gt 0 ]; then
-  (cd "$REPO" && "${CMD[@]}")
+  "${CMD[@]}"
   exit
 fi
-
-WORK=$CACHE/work
-rm -rf "$WORK"
-mkdir -p "$WORK"
-FIXTURES=$REPO/tests/fixtures/ir
-IR_OPT=$LLVM_BIN/opt IR_LLC=$LLVM_BIN/llc IR_OBJCOPY=$LLVM_BIN/llvm-objcopy
-IR_OBJDUMP=$LLVM_BIN/llvm-objdump IR_LLVM_MAJOR=$MAJOR
-lane_log "IR cases on ${ARCHES[*]} ($("$IR_OPT" --version | sed -n 's/.*LLVM version //p' | head -1))"
-ir_cases "${ARCHES[@]}"
-
-# The plugin really registered at the hooks clang uses: the per-level pipelines name its passes.
-# (opt 19 exits 1 after printing, re-parsing its own dump: only the text counts.)
-for level in O0 O2; do
-  want="sqtt"
-  [ $level = O2 ] && want="sqtt-early sqtt"
-  pipeline=$("$IR_OPT" -load-pass-plugin="$PLUGIN" -passes="default<$level>" \
-    -print-pipeline-passes -disable-output "$FIXTURES/named_markers.ll" 2>/dev/null || true)
-  got=$(tr ',' '\n' <<<"$pipeline" | grep -E '^sqtt(-early)?$' | tr '\n' ' ' | sed 's/ $//' || true)
-  if [ "$got" = "$want" ]; then
-    lane_pass "default<$level> pipeline holds [$got]"
-  else
-    lane_fail "default<$level> pipeline" "expected the passes [$want], got [$got]"
-  fi
-done
-
-lane_summary $(($(date +%s) - START))
+lane_log "suites on ${ARCHES[*]} ($("$LLVM_BIN/opt" --version | sed -n 's/.*LLVM version //p' | head -1))"
+lane_run_suites "llvm$MAJOR"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# LLVM 16 lane: builds the plugin for LLVM 16 and proves it works through the real hipcc
-# (Debian's hipcc 5.2.3, pointed at clang-16 through a directory of symlinks), and on the IR
-# fixtures of tests/fixtures/ir through opt-16 / llc-16.
+# LLVM 16 lane: builds the plugin for LLVM 16, points Debian's hipcc 5.2.3 at clang-16 through a
+# directory of symlinks, and runs the lane's e2e suites (its row of ci/lanes.tsv: the IR and HIP
+# fixtures, ...) in that environment.
 #
 # Usage:
-#   ci/llvm16-lane.sh                 install what is missing, build, run the smoke cases
+#   ci/llvm16-lane.sh                 install what is missing, build, run the suites
 #   ci/llvm16-lane.sh -- CMD ARGS...  set up and build only, then run CMD with the LLVM 16 environment
 #                                     (e.g. `ci/llvm16-lane.sh -- cargo test -p sqtt-e2e`)
 #   ci/llvm16-lane.sh --env           only set up (install, build, symlinks) and print the
@@ -37,7 +37,6 @@ case "${1:-}" in
 *) echo "usage: $0 [--env | -- CMD ARGS...]" >&2; exit 2 ;;
 esac
 
-START=$(date +%s)
 CACHE=${SQTT_LANE_CACHE:-$REPO/target/lanes/llvm16}
 NET_TIMEOUT=${SQTT_NET_TIMEOUT:-600}
 TARGET_DIR=$REPO/target/llvm16
@@ -118,98 +117,13 @@ if [ "$MODE" = env ]; then
   cat "$CACHE/env.sh"
   exit 0
 fi
-# `-- CMD`: only CMD, in the lane's environment (as the other lanes do; ci/lanes.sh runs the
-# cases first, then the suites this way).
+# `-- CMD`: only CMD, in the lane's environment (as the other lanes do).
 if [ ${#CMD[@]} -gt 0 ]; then
   lane_log "running with the LLVM 16 environment: ${CMD[*]}"
   cd "$REPO"
   exec "${CMD[@]}"
 fi
 
-# --- 6. smoke cases through hipcc ----------------------------------------------------------
-WORK=$CACHE/work
-rm -rf "$WORK"
-mkdir -p "$WORK"
-SRC=$REPO/ci/fixtures/lane_markers.hip
-FUNCMAP='K:lane_kernel
-U:1:outer
-P:2:mid
-P:3:val
-R:3:extra_payload_count=1'
-
-hip_device() { # arch opt out extra-args...
-  local arch=$1 opt=$2 out=$3
-  shift 3
-  local libs=()
-  case $arch in gfx11*) libs=(--rocm-device-lib-path="$DEVLIBS") ;; esac
-  hipcc -fpass-plugin="$PLUGIN" -DSQTT_ENABLED=1 -I "$REPO/markers/include" \
-    --offload-arch="$arch" --cuda-device-only "${libs[@]}" "$opt" "$@" "$SRC" -o "$out" \
-    >"$out.log" 2>&1
-}
-
-lane_log "hipcc $(hipcc --version 2>/dev/null | sed -n 's/^HIP version: //p' | head -1) on clang $CLANG_VERSION"
-for arch in "${ARCHES[@]}"; do
-  case $arch in
-  gfx9*) gen=gfx9 hwreg='hwreg\(HW_REG_HW_ID, 8, 4\)' ;;
-  *) gen=rdna hwreg='hwreg\(HW_REG_HW_ID1, 10, 4\)' ;;
-  esac
-  for opt in -O0 -O3; do
-    c="$arch $opt"
-    # Expected markers, in program order: enter outer, point mid, data val (header + payload),
-    # exit, numeric point 7 (a runtime value at -O0, where the constant sits in an alloca).
-    num=$([ "$opt" = -O0 ] && echo "m0:dyn+nop" || { [ $gen = gfx9 ] && echo "m0:28+nop" || echo "imm:0x1c"; })
-    if [ $gen = gfx9 ]; then
-      want="m0:6+nop m0:8+nop m0:12+nop m0:dyn+nop m0:1+nop $num"
-    else
-      want="imm:0x6 imm:0x8 imm:0xc m0:dyn+nop imm:0x1 $num"
-    fi
-    # Unfiltered: straight-line code, so the ISA order is program order.
-    s=$WORK/$arch$opt-unfiltered.s
-    if SQTT_SCOPE_CU=-1 hip_device "$arch" "$opt" "$s" -S; then
-      lane_check_trace "$c unfiltered" "$s" "$want"
-      lane_check_grep "$c unfiltered: no scope check" "$s" 's_getreg_b32' 0
-    else
-      lane_fail "$c unfiltered: hipcc -S" "$(tail -5 "$s.log")"
-    fi
-    # Default settings (CU filter 0x3): one scope check, every marker present (block layout
-    # may reorder the guarded blocks, so compare as sorted lists).
-    s=$WORK/$arch$opt.s
-    if hip_device "$arch" "$opt" "$s" -S; then
-      got=$(lane_marker_trace "$s" | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ *$//')
-      exp=$(echo "$want" | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ *$//')
-      if [ "$got" = "$exp" ]; then lane_pass "$c filtered: markers [$got]"; else
-        lane_fail "$c filtered: markers" "expected [$exp] in any order, got [$got] (in $s)"
-      fi
-      lane_check_grep "$c filtered: one scope check" "$s" "s_getreg_b32 s[0-9]+, $hwreg" 1
-    else
-      lane_fail "$c filtered: hipcc -S" "$(tail -5 "$s.log")"
-    fi
-    # The device code object carries the funcmap.
-    co=$WORK/$arch$opt.co
-    if hip_device "$arch" "$opt" "$co" -c --no-gpu-bundle-output; then
-      lane_check_funcmap "$c" "$LLVM_BIN/llvm-objcopy" "$co" "$FUNCMAP"
-      lane_check_disasm "$c" "$LLVM_BIN/llvm-objdump" "$arch" "$co" "$want"
-    else
-      lane_fail "$c: hipcc -c" "$(tail -5 "$co.log")"
-    fi
-  done
-done
-
-# Every feature at once (functions, barriers, memory or addresses) under the machine verifier.
-feature_compile() { # arch opt out args...
-  local arch=$1 opt=$2 out=$3
-  shift 3
-  hipcc -fpass-plugin="$PLUGIN" -DSQTT_ENABLED=1 -I "$REPO/markers/include" \
-    --offload-arch="$arch" --rocm-device-lib-path="$DEVLIBS" --cuda-device-only "$opt" "$@" \
-    "$REPO/ci/fixtures/lane_features.hip" -o "$out" >"$out.log" 2>&1
-}
-lane_feature_cases feature_compile "$LLVM_BIN/llvm-objcopy" "${ARCHES[@]}"
-
-# --- 7. IR fixtures through opt-16 / llc-16 ----------------------------------------------------
-IR_OPT=$LLVM_BIN/opt IR_LLC=$LLVM_BIN/llc IR_OBJCOPY=$LLVM_BIN/llvm-objcopy
-IR_OBJDUMP=$LLVM_BIN/llvm-objdump FIXTURES=$REPO/tests/fixtures/ir IR_LLVM_MAJOR=16
-# shellcheck source=ci/ir-cases.sh
-source "$REPO/ci/ir-cases.sh"
-ir_cases "${ARCHES[@]}"
-
-lane_summary $(($(date +%s) - START))
+# --- 6. the lane's e2e suites (its row of ci/lanes.tsv) -------------------------------------
+cd "$REPO"
+lane_run_suites llvm16

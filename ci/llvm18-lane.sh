@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # LLVM 18 lane: LLVM 15/16 know neither gfx942 nor gfx12, so this lane builds the plugin for
 # LLVM 18 inside a cached Debian trixie chroot (nothing from trixie goes onto the bookworm host)
-# and runs the gfx942 / gfx1200 / gfx1201 cases there (ci/llvm18-lane-inner.sh).
+# and runs the lane's suites there on gfx942 / gfx1200 / gfx1201 (ci/llvm18-lane-inner.sh).
 #
 # Usage:
-#   ci/llvm18-lane.sh                 create/reuse the chroot, build, run the cases
+#   ci/llvm18-lane.sh                 create/reuse the chroot, build, run the suites
 #   ci/llvm18-lane.sh -- CMD ARGS...  create/reuse the chroot, build, then run CMD inside it in
 #                                     /src (the worktree) with SQTT_PLUGIN, SQTT_LLVM_MAJOR=18,
 #                                     SQTT_LLVM_BIN set (e.g. `-- cargo test -p sqtt-e2e`)
 #
-# Settings: SQTT_LANE18_HIPCC=0 skips the hipcc 5.7.1 cases (and their download),
+# Settings: SQTT_LANE18_HIPCC=0 leaves hipcc 5.7.1 out (and its download; hip_fixtures needs it),
 # SQTT_TRIXIE_ROOT (chroot, default /var/cache/sqtt-trixie), SQTT_DEBIAN_MIRROR,
 # SQTT_NET_TIMEOUT (seconds per network step, default 900), SQTT_BUILD_TIMEOUT (default 1500),
 # CARGO_BUILD_JOBS (default 2). Needs root (debootstrap, chroot, mount namespaces).
@@ -51,5 +51,5 @@ chroot_run "$TRIXIE_ROOT" "SQTT_LANE18_HIPCC=$HIPCC_CASES CARGO_BUILD_JOBS=${CAR
   SQTT_BUILD_TIMEOUT=${SQTT_BUILD_TIMEOUT:-1500} \
   bash /src/ci/llvm18-lane-inner.sh $(printf '%q ' "${INNER_ARGS[@]}")" || STATUS=$?
 T_ALL=$(($(date +%s) - START))
-lane_log "timings: chroot ${T_CHROOT}s, build and cases $((T_ALL - T_CHROOT))s, total ${T_ALL}s"
+lane_log "timings: chroot ${T_CHROOT}s, build and suites $((T_ALL - T_CHROOT))s, total ${T_ALL}s"
 exit $STATUS

@@ -6,7 +6,7 @@
 # 7.2.4 on clang 22, gfx1250, --features llvm22-1 into target/experimental-llvm22.
 #
 # Usage:
-#   ci/sid-lane.sh                 create/reuse the chroot, toolchain checks, build, plugin cases
+#   ci/sid-lane.sh                 create/reuse the chroot, build, toolchain checks, the suites
 #   ci/sid-lane.sh -- CMD ARGS...  create/reuse the chroot, build, then run CMD inside it in /src
 #                                  (the worktree) with SQTT_PLUGIN, SQTT_LLVM_MAJOR, SQTT_LLVM_BIN,
 #                                  SQTT_TEST_LLVM_SUFFIX, HIP_CLANG_PATH, SQTT_DEVICE_LIB_PATH and
@@ -66,7 +66,7 @@ chroot_run "$ROOT" "SQTT_LANE_SUITE=$SUITE CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-
   SQTT_BUILD_TIMEOUT=${SQTT_BUILD_TIMEOUT:-1500} \
   bash /src/ci/sid-lane-inner.sh $(printf '%q ' "${INNER_ARGS[@]}")" || STATUS=$?
 T_ALL=$(($(date +%s) - START))
-lane_log "timings: chroot ${T_CHROOT}s, build and cases $((T_ALL - T_CHROOT))s, total ${T_ALL}s"
+lane_log "timings: chroot ${T_CHROOT}s, build and suites $((T_ALL - T_CHROOT))s, total ${T_ALL}s"
 if [ $STATUS != 0 ] && [ ${#INNER_ARGS[@]} -gt 0 ]; then
   echo "== $LANE_NAME: FAIL (${INNER_ARGS[*]:1} exited $STATUS)" >&2
 fi

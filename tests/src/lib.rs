@@ -1,4 +1,5 @@
 //! Helpers for the end-to-end tests on the real toolchain.
 
+pub mod checks;
 pub mod driver;
 pub mod toolchain;

@@ -574,3 +574,181 @@ pub fn llc_objdump(ir: &str, cpu: &str) -> Vec<String> {
     );
     objdump_instructions(&disassemble(&obj, cpu))
 }
+
+/// The arches a lane names in `SQTT_TEST_ARCHES` (its row of ci/lanes.tsv, set by the lane
+/// scripts; `A+B` entries, the multi-arch binary, left out), else `default` (the host's).
+pub fn test_arches(default: &[&str]) -> Vec<String> {
+    match std::env::var("SQTT_TEST_ARCHES") {
+        Ok(v) => {
+            let a: Vec<String> = v
+                .split_whitespace()
+                .filter(|a| !a.contains('+') && *a != "-")
+                .map(String::from)
+                .collect();
+            // A lane that sets no arch has lost its row of ci/lanes.tsv: never fall back.
+            assert!(!a.is_empty(), "SQTT_TEST_ARCHES={v:?} names no arch");
+            a
+        }
+        Err(_) => default.iter().map(|a| a.to_string()).collect(),
+    }
+}
+
+/// The arches of the lane's one multi-arch binary (`SQTT_TEST_MULTI_ARCH`), else `default`.
+pub fn test_multi_arch(default: &[String]) -> Vec<String> {
+    match std::env::var("SQTT_TEST_MULTI_ARCH") {
+        Ok(v) if !v.trim().is_empty() => v.split_whitespace().map(String::from).collect(),
+        _ => default.to_vec(),
+    }
+}
+
+/// The marker records of an instruction list ([`all_instructions`] of an assembly listing or
+/// [`objdump_instructions`] of a disassembly), in order, one word each:
+/// - `imm:0x<hex>` for `s_ttracedata_imm`;
+/// - `m0:<value>` for `s_ttracedata`, with the value last written to M0: decimal, `dyn` when it
+///   came from a VGPR (`v_readfirstlane_b32`), `?` when unknown. Unoptimised code moves the
+///   value through an SGPR first, which is followed.
+///
+/// A trailing `+nop` means the record is the whole unit `s_mov_b32 m0, <v>` / `s_nop N` /
+/// `s_ttracedata` with nothing in between (the gfx9 hazard form).
+pub fn marker_trace(insts: &[String]) -> Vec<String> {
+    fn number(v: &str) -> Option<i64> {
+        match v.strip_prefix("0x") {
+            Some(h) => i64::from_str_radix(h, 16).ok(),
+            None => v.parse().ok(),
+        }
+    }
+    let mut out = Vec::new();
+    let mut sgpr: std::collections::HashMap<String, String> = Default::default();
+    let mut m0: Option<String> = None;
+    // 1 after `s_mov_b32 m0`, 2 after an `s_nop` right behind it.
+    let mut unit = 0;
+    for inst in insts {
+        let mut words = inst.split_whitespace();
+        let op = words.next().unwrap_or("");
+        let dst = words.next().unwrap_or("").trim_end_matches(',');
+        let src = words.next().unwrap_or("");
+        match (op, dst) {
+            ("s_mov_b32", "m0") => {
+                let v = sgpr
+                    .get(src)
+                    .cloned()
+                    .or_else(|| number(src).map(|n| n.to_string()))
+                    .unwrap_or_else(|| "?".into());
+                m0 = Some(v);
+                unit = 1;
+            }
+            ("v_readfirstlane_b32", "m0") => {
+                m0 = Some("dyn".into());
+                unit = 0;
+            }
+            ("s_ttracedata_imm", _) => {
+                let v = number(dst).unwrap_or(-1);
+                out.push(format!("imm:0x{v:x}"));
+                unit = 0;
+            }
+            ("s_ttracedata", _) => {
+                let nop = if unit == 2 { "+nop" } else { "" };
+                out.push(format!("m0:{}{nop}", m0.as_deref().unwrap_or("?")));
+                unit = 0;
+            }
+            _ => {
+                // Scalar registers that later feed M0.
+                if dst.starts_with('s') && dst[1..].chars().all(|c| c.is_ascii_digit()) {
+                    match (op, number(src)) {
+                        ("s_mov_b32", Some(n)) => {
+                            sgpr.insert(dst.to_string(), n.to_string());
+                        }
+                        ("v_readfirstlane_b32", _) => {
+                            sgpr.insert(dst.to_string(), "dyn".into());
+                        }
+                        _ => {
+                            sgpr.remove(dst);
+                        }
+                    }
+                }
+                unit = if op == "s_nop" && unit == 1 { 2 } else { 0 };
+            }
+        }
+    }
+    out
+}
+
+/// The marker instructions of an llvm-objdump listing whose encoding is not the one of `cpu`'s
+/// generation (`s_ttracedata` BF960000 on gfx9/gfx10, BFBA0000 from gfx11; `s_ttracedata_imm`
+/// BFA8xxxx on gfx10, BFBBxxxx from gfx11, none on gfx9), as `mnemonic=encoding`.
+pub fn bad_marker_encodings(dis: &str, cpu: &str) -> Vec<String> {
+    let (plain, imm) = if cpu.starts_with("gfx9") {
+        ("BF960000", None)
+    } else if cpu.starts_with("gfx10") {
+        ("BF960000", Some("BFA8"))
+    } else {
+        ("BFBA0000", Some("BFBB"))
+    };
+    let mut bad = Vec::new();
+    for line in dis.lines() {
+        let t = line.trim();
+        let op = t.split_whitespace().next().unwrap_or("");
+        let enc = t.split_whitespace().last().unwrap_or("").to_uppercase();
+        let ok = match op {
+            "s_ttracedata" => enc == plain,
+            "s_ttracedata_imm" => imm.is_some_and(|p| enc.starts_with(p) && enc.len() == 8),
+            _ => true,
+        };
+        if !ok {
+            bad.push(format!("{op}={enc}"));
+        }
+    }
+    bad
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marker_trace_reads_units_registers_and_immediates() {
+        let asm = "\
+k:
+\ts_mov_b32 m0, 6
+\t;;#ASMSTART
+\ts_nop 0
+\ts_ttracedata
+\t;;#ASMEND
+\ts_mov_b32 s4, 0x1c
+\ts_mov_b32 m0, s4
+\ts_nop 0
+\ts_ttracedata
+\tv_readfirstlane_b32 s5, v0
+\ts_mov_b32 m0, s5
+\ts_add_u32 s0, s0, 1
+\ts_ttracedata
+\ts_ttracedata_imm 0xc
+\tv_readfirstlane_b32 m0, v1
+\ts_ttracedata
+";
+        assert_eq!(
+            marker_trace(&all_instructions(asm)),
+            ["m0:6+nop", "m0:28+nop", "m0:dyn", "imm:0xc", "m0:dyn"]
+        );
+    }
+
+    #[test]
+    fn bad_marker_encodings_knows_each_generation() {
+        let dis = "\
+\ts_ttracedata                                               // 000000001024: BF960000
+\ts_ttracedata_imm 6                                         // 000000001028: BFBB0006
+";
+        assert_eq!(
+            bad_marker_encodings(dis, "gfx1030"),
+            ["s_ttracedata_imm=BFBB0006"]
+        );
+        assert_eq!(
+            bad_marker_encodings(dis, "gfx1100"),
+            ["s_ttracedata=BF960000"]
+        );
+        assert_eq!(
+            bad_marker_encodings(dis, "gfx942"),
+            ["s_ttracedata_imm=BFBB0006"]
+        );
+    }
+}

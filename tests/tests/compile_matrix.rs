@@ -47,27 +47,12 @@ const HEADERS: [u32; 5] = [(1 << 2) | 2, (2 << 2) | 3, 3 << 2, 1, 4 << 2];
 const BARE: &[(&str, &str)] = &[("SQTT_SCOPE_CU", "-1"), ("SQTT_MEM_BARRIER", "none")];
 
 fn arches() -> Vec<String> {
-    match std::env::var("SQTT_TEST_ARCHES") {
-        Ok(v) => {
-            let a: Vec<String> = v
-                .split_whitespace()
-                .filter(|a| !a.contains('+') && *a != "-")
-                .map(String::from)
-                .collect();
-            // A lane that sets no arch has lost its row of ci/lanes.tsv: never fall back.
-            assert!(!a.is_empty(), "SQTT_TEST_ARCHES={v:?} names no arch");
-            a
-        }
-        Err(_) => ["gfx90a", "gfx1030", "gfx1100"].map(String::from).to_vec(),
-    }
+    test_arches(&["gfx90a", "gfx1030", "gfx1100"])
 }
 
+/// No multi-arch entry in the lane's row: one binary of all its arches.
 fn multi_arches() -> Vec<String> {
-    match std::env::var("SQTT_TEST_MULTI_ARCH") {
-        Ok(v) if !v.trim().is_empty() => v.split_whitespace().map(String::from).collect(),
-        // No multi-arch entry in the lane's row: one binary of all its arches.
-        _ => arches(),
-    }
+    test_multi_arch(&arches())
 }
 
 /// `sqtt-hipcc` on the lane's hipcc and plugin, in `dir`, with [`BARE`] settings.
