@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::toolchain::{hipcc, llvm_tool, repo_root, run_ok};
+use crate::toolchain::{hipcc, llvm_tool, plugin_path, repo_root, run_ok};
 
 fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
@@ -28,6 +28,7 @@ pub fn sqtt_hipcc() -> PathBuf {
             "driver/src",
             "codeobj/src",
             "config/src",
+            "gfx/src",
             "markers/src",
             "markers/include",
         ],
@@ -42,6 +43,8 @@ pub fn sqtt_tool() -> PathBuf {
         &[
             "tools/src",
             "codeobj/src",
+            "config/src",
+            "gfx/src",
             "markers/src",
             "thread-trace/src",
         ],
@@ -91,6 +94,14 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 
 /// A `sqtt-hipcc` command with a clean environment: no `SQTT_*` variable but those given later,
 /// a private cache directory, and the working directory `cwd`.
+/// [`driver`] on the lane's real hipcc and the plugin under test, and nothing else set.
+pub fn wrapper(cwd: &Path) -> Command {
+    let mut c = driver(cwd);
+    c.env("SQTT_HIPCC", hipcc())
+        .env("SQTT_PLUGIN", plugin_path());
+    c
+}
+
 pub fn driver(cwd: &Path) -> Command {
     let mut c = Command::new(sqtt_hipcc());
     for (k, _) in std::env::vars_os() {

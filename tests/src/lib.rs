@@ -2,4 +2,5 @@
 
 pub mod checks;
 pub mod driver;
+pub mod kernels;
 pub mod toolchain;

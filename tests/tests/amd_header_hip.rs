@@ -3,7 +3,7 @@
 //! code object and the trace records in its disassembly.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use sqtt_e2e::driver::*;
 use sqtt_e2e::toolchain::*;
@@ -31,13 +31,6 @@ extern "C" __global__ void amd_kernel(unsigned int value, unsigned int *out) {
 
 const AMD_FUNCMAP: &str = "K:amd_kernel\nU:1:outer\nU:2:inner\nP:3:point\nP:4:data\n\
 R:4:extra_payload_count=1\nU:5:newer\nP:6:newer_data\nR:6:extra_payload_count=1";
-
-fn wrapper(dir: &Path) -> Command {
-    let mut c = driver(dir);
-    c.env("SQTT_HIPCC", hipcc());
-    c.env("SQTT_PLUGIN", plugin_path());
-    c
-}
 
 fn err(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

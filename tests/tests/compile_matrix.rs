@@ -14,32 +14,15 @@ use std::path::Path;
 use std::process::Command;
 
 use sqtt_e2e::driver::driver;
+use sqtt_e2e::kernels::{MY_KERNEL, MY_KERNEL_FUNCMAP as FUNCMAP};
 use sqtt_e2e::toolchain::*;
 
-const KERNEL: &str = r#"#include <hip/hip_runtime.h>
-#include "markers.hpp"
-
-__global__ void my_kernel(float *data, int n) {
-  int idx = blockIdx.x * blockDim.x + threadIdx.x;
-  if (idx >= n) return;
-  sqtt_marker_enter("load_phase");
-  float val = data[idx];
-  sqtt_marker_exit("load_phase");
-  sqtt_marker_enter("compute_phase");
-  val = val * val + 1.0f;
-  sqtt_marker_data("work_value", static_cast<uint32_t>(idx));
-  sqtt_marker_exit("compute_phase");
-  sqtt_marker_point("store_begin");
-  data[idx] = val;
+/// [`MY_KERNEL`] as a program.
+fn kernel_program() -> String {
+    format!("{MY_KERNEL}int main() {{ return 0; }}\n")
 }
-int main() { return 0; }
-"#;
 
-/// The funcmap of [`KERNEL`] (docs/format.md, sections 2 and 3).
-const FUNCMAP: &str = "K:_Z9my_kernelPfi\nU:1:load_phase\nU:2:compute_phase\n\
-P:3:work_value\nR:3:extra_payload_count=1\nP:4:store_begin\n";
-
-/// The headers of [`KERNEL`]'s markers, in program order (docs/format.md, section 1): enter 1,
+/// The headers of [`MY_KERNEL`]'s markers, in program order (docs/format.md, section 1): enter 1,
 /// exit 1 fused with enter 2, the data header 3, exit, point 4.
 const HEADERS: [u32; 5] = [(1 << 2) | 2, (2 << 2) | 3, 3 << 2, 1, 4 << 2];
 
@@ -57,10 +40,8 @@ fn multi_arches() -> Vec<String> {
 
 /// `sqtt-hipcc` on the lane's hipcc and plugin, in `dir`, with [`BARE`] settings.
 fn wrapper(dir: &Path) -> Command {
-    let mut c = driver(dir);
-    c.env("SQTT_HIPCC", hipcc())
-        .env("SQTT_PLUGIN", plugin_path())
-        .envs(BARE.iter().copied());
+    let mut c = sqtt_e2e::driver::wrapper(dir);
+    c.envs(BARE.iter().copied());
     c
 }
 
@@ -154,7 +135,7 @@ fn disassembled_headers(co: &Path, arch: &str) -> (Vec<u32>, usize) {
 }
 
 /// The code object of `arch` in `binary` carries exactly `funcmap` and the markers of
-/// [`KERNEL`] with `headers`.
+/// [`MY_KERNEL`] with `headers`.
 fn assert_code_object(binary: &Path, arch: &str, dir: &Path, funcmap: &str, what: &str) {
     let co = extract_code_object(binary, toolchain_arch(arch), dir);
     let bytes = dump_funcmap(&co, dir).unwrap_or_else(|| panic!("{what} {arch}: no .sqtt_funcmap"));
@@ -178,9 +159,9 @@ fn assert_code_object(binary: &Path, arch: &str, dir: &Path, funcmap: &str, what
 fn level(opts: &[&str]) {
     let d = workdir();
     let dir = d.path();
-    std::fs::write(dir.join("k.hip"), KERNEL).unwrap();
+    std::fs::write(dir.join("k.hip"), kernel_program()).unwrap();
     let debug = opts.contains(&"-g");
-    let line = KERNEL
+    let line = MY_KERNEL
         .lines()
         .position(|l| l.contains("__global__"))
         .unwrap()
@@ -254,7 +235,7 @@ fn debug_info_at_o0_and_o2_adds_source_locations_only() {
 fn several_offload_arches_in_one_binary() {
     let d = workdir();
     let dir = d.path();
-    std::fs::write(dir.join("k.hip"), KERNEL).unwrap();
+    std::fs::write(dir.join("k.hip"), kernel_program()).unwrap();
     let arches = multi_arches();
     assert!(
         arches.len() >= 2,

@@ -28,13 +28,6 @@ int main() { return 0; }
 /// Variables to set, sqtt.toml text, a word the error must contain.
 type BadCase<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, &'a str);
 
-fn wrapper(dir: &Path) -> Command {
-    let mut c = driver(dir);
-    c.env("SQTT_HIPCC", hipcc());
-    c.env("SQTT_PLUGIN", plugin_path());
-    c
-}
-
 fn err(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }

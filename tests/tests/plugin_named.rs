@@ -1,30 +1,8 @@
 //! The plugin on named and numeric markers, loaded by hand into the real hipcc
 //! (`-fpass-plugin`), asserting on the ISA it produces and the funcmap it records.
 
+use sqtt_e2e::kernels::{MY_KERNEL as KERNEL, MY_KERNEL_FUNCMAP as KERNEL_FUNCMAP};
 use sqtt_e2e::toolchain::*;
-
-const KERNEL: &str = r#"
-#include <hip/hip_runtime.h>
-#include "markers.hpp"
-
-__global__ void my_kernel(float *data, int n) {
-  int idx = blockIdx.x * blockDim.x + threadIdx.x;
-  if (idx >= n) return;
-  sqtt_marker_enter("load_phase");
-  float val = data[idx];
-  sqtt_marker_exit("load_phase");
-  sqtt_marker_enter("compute_phase");
-  val = val * val + 1.0f;
-  sqtt_marker_data("work_value", static_cast<uint32_t>(idx));
-  sqtt_marker_exit("compute_phase");
-  sqtt_marker_point("store_begin");
-  data[idx] = val;
-}
-"#;
-
-/// AMD's layout: every row ends in a newline, the `R:` row follows its marker's row.
-const KERNEL_FUNCMAP: &str = "K:_Z9my_kernelPfi\nU:1:load_phase\nU:2:compute_phase\n\
-P:3:work_value\nR:3:extra_payload_count=1\nP:4:store_begin\n";
 
 /// No scope check, no reorder boundary: the bare marker sequences.
 const BARE: &[(&str, &str)] = &[("SQTT_SCOPE_CU", "-1"), ("SQTT_MEM_BARRIER", "none")];
