@@ -613,13 +613,17 @@ impl Demux {
                             progress: counted,
                         },
                     );
-                    shaderdata::read_from(reader, path, |r| {
-                        if let Some(sp) = spill.as_mut() {
+                    // Two loops, so that a pass without a spill pays nothing for it.
+                    match spill.as_mut() {
+                        Some(sp) => shaderdata::read_from(reader, path, |r| {
                             spill_ok &= sp.write(r).is_ok();
                             records += 1;
-                        }
-                        order.push(r, |x| self.record::<S, SURVEY>(p, se, x))
-                    })
+                            order.push(r, |x| self.record::<S, SURVEY>(p, se, x))
+                        }),
+                        None => shaderdata::read_from(reader, path, |r| {
+                            order.push(r, |x| self.record::<S, SURVEY>(p, se, x))
+                        }),
+                    }
                 });
                 if !spill_ok {
                     spill = None;
