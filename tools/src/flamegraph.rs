@@ -20,6 +20,9 @@ pub struct Flamegraph {
     /// is no one's child): one flat allocation, about 24 bytes a node with `nodes` and
     /// `weights`, where a child list per node plus a map cost four times that.
     table: Vec<u32>,
+    /// A direct-mapped memo in front of it, `(key, child)`, child 0 = empty: small enough to
+    /// stay in cache, where the table and the nodes it points into are not.
+    memo: Vec<(u64, u32)>,
     slots: Vec<FState>,
     pub unmatched_enter: u64,
     pub unmatched_exit: u64,
@@ -33,6 +36,9 @@ struct FState {
     depth: u32,
     last: u64,
 }
+
+/// Entries of [`Flamegraph::memo`] (a power of two).
+const CHILD_MEMO: usize = 4096;
 
 /// Initial entries of [`Flamegraph::table`] (a power of two; kept at most half full).
 const TABLE_START: usize = 1024;
@@ -49,6 +55,7 @@ impl Flamegraph {
             nodes: vec![(0, u32::MAX)],
             weights: vec![0],
             table: vec![0; TABLE_START],
+            memo: vec![(0, 0); CHILD_MEMO],
             ..Default::default()
         }
     }
@@ -56,6 +63,22 @@ impl Flamegraph {
     #[inline]
     fn child(&mut self, parent: u32, frame: u32) -> u32 {
         let key = (parent, frame);
+        let packed = (u64::from(parent) << 32) | u64::from(frame);
+        let m = (packed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize & (CHILD_MEMO - 1);
+        if let Some(&(k, c)) = self.memo.get(m) {
+            if c != 0 && k == packed {
+                return c;
+            }
+        }
+        let c = self.child_table(key);
+        if let Some(e) = self.memo.get_mut(m) {
+            *e = (packed, c);
+        }
+        c
+    }
+
+    fn child_table(&mut self, key: (u32, u32)) -> u32 {
+        let (parent, frame) = key;
         let mask = self.table.len() - 1;
         let mut i = line(key, mask);
         loop {
