@@ -7,14 +7,8 @@
 
 use std::io::Write;
 
-use rustc_hash::FxHashMap;
-
 use crate::diag::{kind, Diagnostics};
 use crate::engine::{Marker, Names, ScopeOp, Sink, Wave};
-
-const FEW: usize = 8;
-/// Entries of [`Flamegraph::memo`] (a power of two).
-const CHILD_MEMO: usize = 4096;
 
 /// Stack trie with cycle weights.
 #[derive(Debug, Default)]
@@ -22,11 +16,12 @@ pub struct Flamegraph {
     /// (parent, frame) per node; node 0 is the root.
     nodes: Vec<(u32, u32)>,
     weights: Vec<u64>,
-    /// Children of each node, searched linearly while few.
-    kids: Vec<Vec<(u32, u32)>>,
-    /// (parent, frame) -> child, for nodes with many children.
-    children: FxHashMap<(u32, u32), u32>,
-    /// A direct-mapped memo in front of both: `((parent << 32) | frame, child + 1)`, 0 empty.
+    /// Open-addressing table of the children, keyed by their `nodes` entry, 0 = empty (the root
+    /// is no one's child): one flat allocation, about 24 bytes a node with `nodes` and
+    /// `weights`, where a child list per node plus a map cost four times that.
+    table: Vec<u32>,
+    /// A direct-mapped memo in front of it, `(key, child)`, child 0 = empty: small enough to
+    /// stay in cache, where the table and the nodes it points into are not.
     memo: Vec<(u64, u32)>,
     slots: Vec<FState>,
     pub unmatched_enter: u64,
@@ -42,55 +37,81 @@ struct FState {
     last: u64,
 }
 
+/// Entries of [`Flamegraph::memo`] (a power of two).
+const CHILD_MEMO: usize = 4096;
+
+/// Initial entries of [`Flamegraph::table`] (a power of two; kept at most half full).
+const TABLE_START: usize = 1024;
+
+#[inline]
+fn line((parent, frame): (u32, u32), mask: usize) -> usize {
+    let key = (u64::from(parent) << 32) | u64::from(frame);
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask
+}
+
 impl Flamegraph {
     pub fn new() -> Flamegraph {
         Flamegraph {
             nodes: vec![(0, u32::MAX)],
             weights: vec![0],
-            kids: vec![Vec::new()],
+            table: vec![0; TABLE_START],
             memo: vec![(0, 0); CHILD_MEMO],
             ..Default::default()
         }
     }
 
+    #[inline]
     fn child(&mut self, parent: u32, frame: u32) -> u32 {
-        let key = (u64::from(parent) << 32) | u64::from(frame);
-        let line = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize & (CHILD_MEMO - 1);
-        if let Some(&(k, c)) = self.memo.get(line) {
-            if c != 0 && k == key {
-                return c - 1;
+        let key = (parent, frame);
+        let packed = (u64::from(parent) << 32) | u64::from(frame);
+        let m = (packed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize & (CHILD_MEMO - 1);
+        if let Some(&(k, c)) = self.memo.get(m) {
+            if c != 0 && k == packed {
+                return c;
             }
         }
-        let c = self.child_slow(parent, frame);
-        if let Some(m) = self.memo.get_mut(line) {
-            *m = (key, c.wrapping_add(1));
+        let c = self.child_table(key);
+        if let Some(e) = self.memo.get_mut(m) {
+            *e = (packed, c);
         }
         c
     }
 
-    fn child_slow(&mut self, parent: u32, frame: u32) -> u32 {
-        let kids = &self.kids[parent as usize];
-        if kids.len() <= FEW {
-            if let Some((_, c)) = kids.iter().find(|(f, _)| *f == frame) {
-                return *c;
+    fn child_table(&mut self, key: (u32, u32)) -> u32 {
+        let (parent, frame) = key;
+        let mask = self.table.len() - 1;
+        let mut i = line(key, mask);
+        loop {
+            let c = self.table[i];
+            if c == 0 {
+                break;
             }
-        } else if let Some(c) = self.children.get(&(parent, frame)) {
-            return *c;
+            if self.nodes[c as usize] == key {
+                return c;
+            }
+            i = (i + 1) & mask;
         }
         let id = self.nodes.len() as u32;
         self.nodes.push((parent, frame));
         self.weights.push(0);
-        self.kids.push(Vec::new());
-        let kids = &mut self.kids[parent as usize];
-        kids.push((frame, id));
-        if kids.len() == FEW + 1 {
-            for (f, c) in kids.iter() {
-                self.children.insert((parent, *f), *c);
-            }
-        } else if kids.len() > FEW + 1 {
-            self.children.insert((parent, frame), id);
+        self.table[i] = id;
+        if 2 * self.nodes.len() > self.table.len() {
+            self.grow();
         }
         id
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        self.table = vec![0; 2 * self.table.len()];
+        let mask = self.table.len() - 1;
+        for (c, &key) in self.nodes.iter().enumerate().skip(1) {
+            let mut i = line(key, mask);
+            while self.table[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            self.table[i] = c as u32;
+        }
     }
 
     #[inline]

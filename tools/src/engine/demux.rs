@@ -30,6 +30,85 @@ pub(super) struct Demux {
     first_unread: Option<Option<u64>>,
     /// Why each shaderdata file of the last pass failed.
     pub file_errors: Vec<String>,
+    /// Set before a survey pass: the records it reads, for the second pass to replay.
+    pub spill: Option<Spill>,
+}
+
+/// The records a survey pass read, so that the second pass does not parse the JSON again: per
+/// shaderdata file what reading it gave, and the records themselves in a temporary file (a
+/// fixed 28 bytes each), so memory stays flat in the trace size.
+pub(super) struct Spill {
+    file: std::io::BufWriter<std::fs::File>,
+    files: std::collections::VecDeque<Spilled>,
+}
+
+/// What reading one shaderdata file gave in the survey pass: its records (in the spill file),
+/// the bytes read, and how the read ended (an open error too).
+struct Spilled {
+    records: u64,
+    bytes: u64,
+    result: Result<shaderdata::ReadStats, Error>,
+}
+
+const SPILLED_RECORD: usize = 28;
+
+impl Spill {
+    /// A spill in a fresh temporary file (unlinked: it goes when dropped).
+    pub fn new() -> std::io::Result<Spill> {
+        Ok(Spill {
+            file: std::io::BufWriter::with_capacity(1 << 20, tempfile::tempfile()?),
+            files: Default::default(),
+        })
+    }
+
+    fn write(&mut self, r: &Record) -> std::io::Result<()> {
+        use std::io::Write;
+        let mut b = [0u8; SPILLED_RECORD];
+        b[..8].copy_from_slice(&r.time.to_le_bytes());
+        for (i, v) in [r.value, r.cu, r.simd, r.wave_id, r.flags]
+            .iter()
+            .enumerate()
+        {
+            b[8 + 4 * i..12 + 4 * i].copy_from_slice(&v.to_le_bytes());
+        }
+        self.file.write_all(&b)
+    }
+
+    /// The spilled records, from the start, for the second pass.
+    fn replay(
+        self,
+    ) -> std::io::Result<(
+        std::io::BufReader<std::fs::File>,
+        std::collections::VecDeque<Spilled>,
+    )> {
+        use std::io::Seek;
+        let mut f = self.file.into_inner().map_err(|e| e.into_error())?;
+        f.seek(std::io::SeekFrom::Start(0))?;
+        Ok((std::io::BufReader::with_capacity(1 << 20, f), self.files))
+    }
+}
+
+fn read_spilled<R: Read>(r: &mut R) -> std::io::Result<Record> {
+    let mut b = [0u8; SPILLED_RECORD];
+    r.read_exact(&mut b)?;
+    let u = |i: usize| u32::from_le_bytes(b[8 + 4 * i..12 + 4 * i].try_into().expect("4 bytes"));
+    Ok(Record {
+        time: u64::from_le_bytes(b[..8].try_into().expect("8 bytes")),
+        value: u(0),
+        cu: u(1),
+        simd: u(2),
+        wave_id: u(3),
+        flags: u(4),
+    })
+}
+
+/// Counts the bytes a survey pass reads of a file.
+#[derive(Default)]
+struct ByteCount(std::cell::Cell<u64>);
+impl Progress for ByteCount {
+    fn inc(&self, bytes: u64) {
+        self.0.set(self.0.get() + bytes);
+    }
 }
 
 /// One `(se, cu, simd, wave_id)` stream and the wave instance it is in.
@@ -484,34 +563,83 @@ impl Demux {
         let mut file_errors: Vec<String> = Vec::new();
         let mut order = Reorder::default();
         let mut cur_se = None;
+        // A survey pass spills what it reads; the pass after it replays that (when the spill
+        // fails part-way, the survey pass simply reads everything again).
+        let mut spill = if SURVEY { self.spill.take() } else { None };
+        let mut replay = match (SURVEY, self.spill.take()) {
+            (false, Some(sp)) => sp.replay().ok(),
+            _ => None,
+        };
         for (se, path) in &ui.shaderdata {
             let se = *se;
             if let Some(prev) = cur_se.filter(|p| *p != se) {
                 order.flush(|r| self.record::<S, SURVEY>(p, prev, r));
             }
             cur_se = Some(se);
-            let file = match crate::input::open_input(
-                path,
-                crate::input::MAX_STREAMED_JSON,
-                "a shaderdata file",
-            ) {
-                Ok(f) => f,
-                Err(e) => {
-                    counts.files_bad += 1;
-                    file_errors.push(e.to_string());
+            let res = if let Some((reader, files)) = replay.as_mut() {
+                match files.pop_front() {
+                    Some(Spilled {
+                        records,
+                        bytes,
+                        result,
+                    }) => {
+                        for _ in 0..records {
+                            let Ok(r) = read_spilled(reader) else { break };
+                            order.push(&r, |x| self.record::<S, SURVEY>(p, se, x));
+                        }
+                        progress.inc(bytes);
+                        result
+                    }
+                    None => Err(Error::Malformed {
+                        path: path.clone(),
+                        reason: "the survey pass did not read this file".into(),
+                    }),
+                }
+            } else {
+                let bytes = ByteCount::default();
+                let counted: &dyn Progress = if spill.is_some() { &bytes } else { progress };
+                let mut records = 0u64;
+                let mut spill_ok = true;
+                let result = crate::input::open_input(
+                    path,
+                    crate::input::MAX_STREAMED_JSON,
+                    "a shaderdata file",
+                )
+                .and_then(|file| {
+                    let reader = std::io::BufReader::with_capacity(
+                        1 << 20,
+                        CountingReader {
+                            inner: file,
+                            progress: counted,
+                        },
+                    );
+                    // Two loops, so that a pass without a spill pays nothing for it.
+                    match spill.as_mut() {
+                        Some(sp) => shaderdata::read_from(reader, path, |r| {
+                            spill_ok &= sp.write(r).is_ok();
+                            records += 1;
+                            order.push(r, |x| self.record::<S, SURVEY>(p, se, x))
+                        }),
+                        None => shaderdata::read_from(reader, path, |r| {
+                            order.push(r, |x| self.record::<S, SURVEY>(p, se, x))
+                        }),
+                    }
+                });
+                if !spill_ok {
+                    spill = None;
+                }
+                if let Some(sp) = spill.as_mut() {
+                    // Counted in the pass that replays it (a survey pass's counts and
+                    // warnings are dropped).
+                    sp.files.push_back(Spilled {
+                        records,
+                        bytes: bytes.0.get(),
+                        result,
+                    });
                     continue;
                 }
+                result
             };
-            let reader = std::io::BufReader::with_capacity(
-                1 << 20,
-                CountingReader {
-                    inner: file,
-                    progress,
-                },
-            );
-            let res = shaderdata::read_from(reader, path, |r| {
-                order.push(r, |x| self.record::<S, SURVEY>(p, se, x))
-            });
             match res {
                 Ok(st) => {
                     counts.files_ok += 1;
@@ -532,6 +660,7 @@ impl Demux {
                 }
             }
         }
+        self.spill = spill;
         if let Some(se) = cur_se {
             order.flush(|r| self.record::<S, SURVEY>(p, se, r));
         }

@@ -9,6 +9,8 @@
 //! - [`clock`]: clock domains. Packed gfx12 headers carry a few bits of the shader clock of
 //!   their issue; per `(se, cu, simd, clock_bits, clock_shift)` domain a first (survey) pass
 //!   finds the smallest delay, and the second pass moves each header back by its own excess.
+//!   The survey pass keeps the records it read in a temporary file, which the second pass
+//!   replays instead of parsing the JSON again.
 //! - [`deliver`]: delivery. A decoded header and its payload become sink events, with frame
 //!   names from the [`catalog`] of code objects and dispatches.
 
@@ -305,6 +307,9 @@ impl Trace {
         if packed {
             let mut null = NullSink;
             let mut survey = Pass::new(&mut catalog, &mut clocks, names, &mut null);
+            // The second pass replays the survey's records instead of parsing the JSON again
+            // (without a temporary file, it parses it again).
+            demux.spill = demux::Spill::new().ok();
             demux.pass::<_, true>(ui, &mut survey, &NoBytes)?;
             demux.reset();
             clocks.settle(&catalog.codeobjs, &mut self.diag);
