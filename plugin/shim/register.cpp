@@ -53,6 +53,7 @@ struct SqttPrunePass : PassInfoMixin<SqttPrunePass> {
     PA.preserveSet<CFGAnalyses>();
     return PA;
   }
+  void printPipeline(raw_ostream &OS, function_ref<StringRef(StringRef)>) { OS << "sqtt-prune"; }
 };
 
 void addAt(unsigned Point, ModulePassManager &MPM, OptimizationLevel Level) {
@@ -73,6 +74,13 @@ extern "C" void sqtt_shim_register_pass_builder_callbacks(void *Opaque) {
         if (Phase < 0)
           return false;
         MPM.addPass(SqttModulePass(unsigned(Phase)));
+        return true;
+      });
+  PB.registerPipelineParsingCallback(
+      [](StringRef Name, FunctionPassManager &FPM, ArrayRef<PassBuilder::PipelineElement>) {
+        if (Name != "sqtt-prune")
+          return false;
+        FPM.addPass(SqttPrunePass());
         return true;
       });
   // From LLVM 20 these two callbacks also get a ThinOrFullLTOPhase: the trailing `auto...`
