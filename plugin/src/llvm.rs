@@ -522,6 +522,22 @@ impl Value {
         }
     }
 
+    /// Calls `visit` on every instruction of a function, in order, without collecting them
+    /// (`visit` must not erase any).
+    pub fn for_each_instruction(self, mut visit: impl FnMut(Value)) {
+        unsafe {
+            let mut b = LLVMGetFirstBasicBlock(self.0);
+            while !b.is_null() {
+                let mut i = LLVMGetFirstInstruction(b);
+                while !i.is_null() {
+                    visit(Value(i));
+                    i = LLVMGetNextInstruction(i);
+                }
+                b = LLVMGetNextBasicBlock(b);
+            }
+        }
+    }
+
     /// The module of a function (or other global).
     pub fn parent_module(self) -> Module {
         Module(unsafe { LLVMGetGlobalParent(self.0) })

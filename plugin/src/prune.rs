@@ -25,21 +25,19 @@ pub fn run(f: Value) -> bool {
     // Placeholders of one function share one uniqued tag node: one lookup per node.
     let mut settled: HashMap<crate::compat::sys::prelude::LLVMValueRef, bool> = HashMap::new();
     let mut doomed: Vec<Value> = Vec::new();
-    for bb in f.blocks() {
-        for inst in bb.instructions() {
-            let Some(node) = inst.metadata(tag_kind) else {
-                continue;
-            };
-            let gone = *settled.entry(node).or_insert_with(|| {
-                let items = inst.metadata_items(tag_kind).unwrap_or_default();
-                ledger::removable_if_gone(&items)
-                    .is_some_and(|name| m.function(name).is_none_or(|g| g.is_declaration()))
-            });
-            if gone {
-                doomed.push(inst);
-            }
+    f.for_each_instruction(|inst| {
+        let Some(node) = inst.metadata(tag_kind) else {
+            return;
+        };
+        let gone = *settled.entry(node).or_insert_with(|| {
+            let items = inst.metadata_items(tag_kind).unwrap_or_default();
+            ledger::removable_if_gone(&items)
+                .is_some_and(|name| m.function(name).is_none_or(|g| g.is_declaration()))
+        });
+        if gone {
+            doomed.push(inst);
         }
-    }
+    });
     for inst in &doomed {
         // SAFETY: collected above, each once; nothing uses these handles afterwards.
         unsafe { inst.erase() };
