@@ -538,6 +538,20 @@ impl Value {
         }
     }
 
+    /// Whether a global may be dropped once nothing uses it (link-once, internal, private,
+    /// available-externally linkage): unused, it is dead.
+    pub fn is_discardable_if_unused(self) -> bool {
+        use sys::LLVMLinkage::*;
+        matches!(
+            unsafe { LLVMGetLinkage(self.0) },
+            LLVMLinkOnceAnyLinkage
+                | LLVMLinkOnceODRLinkage
+                | LLVMInternalLinkage
+                | LLVMPrivateLinkage
+                | LLVMAvailableExternallyLinkage
+        )
+    }
+
     /// The module of a function (or other global).
     pub fn parent_module(self) -> Module {
         Module(unsafe { LLVMGetGlobalParent(self.0) })

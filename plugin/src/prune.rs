@@ -32,7 +32,7 @@ pub fn run(f: Value) -> bool {
         let gone = *settled.entry(node).or_insert_with(|| {
             let items = inst.metadata_items(tag_kind).unwrap_or_default();
             ledger::removable_if_gone(&items)
-                .is_some_and(|name| m.function(name).is_none_or(|g| g.is_declaration()))
+                .is_some_and(|name| m.function(name).is_none_or(is_gone))
         });
         if gone {
             doomed.push(inst);
@@ -43,4 +43,12 @@ pub fn run(f: Value) -> bool {
         unsafe { inst.erase() };
     }
     !doomed.is_empty()
+}
+
+/// Whether a function is gone for the late phase: no definition, or a dead one (nothing uses it
+/// and its linkage lets it go: LLVM 15 erases such a callee right after inlining its last call,
+/// newer inliners leave it to the end of the call-graph walk, and global DCE removes it before
+/// the late phase in any case).
+fn is_gone(f: Value) -> bool {
+    f.is_declaration() || (!f.has_uses() && f.is_discardable_if_unused())
 }

@@ -224,3 +224,57 @@ fn helpers_below_the_threshold_leave_the_code_as_without_the_plugin() {
         );
     }
 }
+
+/// The same for plain C device code through `clang` (every LLVM a lane has): a helper with a
+/// loop, inlined away, must not keep the dead store before its call.
+const C_HELPER: &str = r#"
+static int spread(int n) {
+  int s = 0;
+  for (int i = 0; i < n; ++i)
+    s += i ^ n;
+  return s;
+}
+__attribute__((noinline)) void entry(int *out, int n) {
+  out[0] = n;
+  out[0] = spread(n & 7);
+}
+"#;
+
+/// The IR stores of `entry` built by clang -O3 for gfx1030, with the plugin (and `env`) or not.
+fn c_entry_stores(with_plugin: bool) -> usize {
+    let dir = workdir();
+    let src = dir.path().join("h.c");
+    std::fs::write(&src, C_HELPER).unwrap();
+    let out = dir.path().join("h.ll");
+    let mut c = std::process::Command::new(llvm_tool("clang"));
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("SQTT_") {
+            c.env_remove(k);
+        }
+    }
+    c.args(["-x", "c", "-nogpulib", "-O3", "--target=amdgcn-amd-amdhsa"])
+        .arg(format!("-mcpu={}", toolchain_arch("gfx1030")))
+        .args(["-S", "-emit-llvm"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&out);
+    if with_plugin {
+        c.arg(format!("-fpass-plugin={}", plugin_path().display()))
+            .env("SQTT_INSTRUMENT_FUNCTIONS", "cost:200");
+    }
+    run_ok(&mut c);
+    let ir = std::fs::read_to_string(&out).unwrap();
+    let body = ir
+        .split("define ")
+        .find(|f| f.contains("@entry("))
+        .unwrap_or_else(|| panic!("no @entry in:\n{ir}"));
+    body.lines()
+        .take_while(|l| *l != "}")
+        .filter(|l| l.trim_start().starts_with("store "))
+        .count()
+}
+
+#[test]
+fn a_small_helper_inlined_away_leaves_no_placeholder_behind() {
+    assert_eq!(c_entry_stores(true), c_entry_stores(false));
+}
