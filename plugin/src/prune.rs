@@ -9,8 +9,8 @@
 //! travel through the inliner and the scalar optimisers as side-effecting calls, which doubled
 //! the time of the IR pipeline on a rocPRIM translation unit. This pass (a function pass after
 //! each instruction combiner, by then the inliner has run on the function's callees) removes
-//! them as soon as their function is gone, so a caller is optimised, and inlined further, without
-//! them. It removes exactly what the late phase would: the tag names the function only when the
+//! them as soon as their function is gone (no definition, or dead: see [`is_gone`]), so a caller
+//! is optimised, and inlined further, without them. It removes exactly what the late phase would: the tag names the function only when the
 //! pre-optimisation size is at or below the threshold (see [`crate::ledger::MARKER_TAG_MD`]).
 
 use std::collections::HashMap;
