@@ -4,8 +4,11 @@
 # ("before"), measured side by side in one run:
 #   - compile time: device compile with the plugin against the same compile without it (ratio),
 #     and the pass's own share of the instrumented compile, from clang's -ftime-report (the
-#     plugin's module passes appear as "{anonymous}::Pass<ModuleIR>" through llvm-plugin on LLVM
-#     15-18, as "...SqttModulePass" with the own registration on 19+);
+#     plugin's passes appear as "{anonymous}::Pass<ModuleIR>" and "...<FunctionIR>" through
+#     llvm-plugin on LLVM 15-18, as "...SqttModulePass" and "...SqttPrunePass" with the own
+#     registration on 19+). Times are CPU time (user + system of hipcc and its children), which
+#     other work on a busy machine disturbs far less than wall time, and every configuration,
+#     plain included, runs with -ftime-report (it costs some 6 %);
 #   - added instructions per marker: (instructions with markers - without) / s_ttracedata
 #     records, counted in llvm-objdump's disassembly of the code objects (the s_nop alignment
 #     padding after each function left out), and the LDS waits among them.
@@ -59,7 +62,7 @@ if [ "${1:-}" = --print ]; then
       v[key, $3, "b"] = $4; v[key, $3, "a"] = $5 }
     END {
       printf "%-8s %-8s | %-25s | %-25s | %-25s | %s\n", "LLVM", "arch", "pass share (%, < 5)",
-        "compile ratio (<= 1.3)", "added instr. per marker", "LDS waits per marker"
+        "CPU time ratio (<= 1.3)", "added instr. per marker", "LDS waits per marker"
       printf "%-8s %-8s | %-25s | %-25s | %-25s | %s\n", "", "", "before -> after",
         "before -> after", "before -> after", "before -> after"
       for (i = 1; i <= n; i++) {
@@ -113,7 +116,12 @@ OBJDUMP=${OBJDUMP:-$(command -v "llvm-objdump-$MAJOR" || command -v llvm-objdump
 export SQTT_INSTRUMENT_FUNCTIONS=cost:50 SQTT_INSTRUMENT_BARRIERS=1 SQTT_INSTRUMENT_MEMORY=2:5 \
   SQTT_SCOPE_CU=0x1 SQTT_SCOPE_SIMD=0x1
 
-now() { date +%s.%N; }
+# User + system seconds of the waited-for children in the output of `times`, which must run in
+# this shell (a subshell starts from zero).
+children_cpu() {
+  awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/)
+    printf "%.3f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$1"
+}
 calc() { awk "BEGIN { printf \"%.6f\", $1 }"; } # no bc in the chroots
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END { print a[int((NR + 1) / 2)] }'; }
 # instructions, s_ttracedata* records, LDS waits of a code object
@@ -139,23 +147,25 @@ for arch in "${ARCHES[@]}"; do
     # Alternating, so that a busy moment on the machine hits every configuration alike.
     for cfg in plain before after; do
       obj=$OUT/$cfg-$MAJOR-$arch.o
-      args=()
+      args=(-ftime-report)
       case $cfg in
-      before) args=(-ftime-report -DSQTT_ENABLED=1 -fpass-plugin="$BEFORE_PLUGIN") ;;
-      after) args=(-ftime-report -DSQTT_ENABLED=1 -fpass-plugin="$PLUGIN") ;;
+      before) args+=(-DSQTT_ENABLED=1 -fpass-plugin="$BEFORE_PLUGIN") ;;
+      after) args+=(-DSQTT_ENABLED=1 -fpass-plugin="$PLUGIN") ;;
       esac
-      t0=$(now)
+      times >"$OUT/times-start"
       report=$("$HIPCC" "${args[@]}" "${common[@]}" -o "$obj" 2>&1 >/dev/null) || {
         printf '%s\n' "$report" >&2
         exit 1
       }
-      t1=$(now)
-      total=$(calc "$t1 - $t0")
+      times >"$OUT/times-end"
+      total=$(calc "$(children_cpu "$OUT/times-end") - $(children_cpu "$OUT/times-start")")
       times[$cfg]="${times[$cfg]:-} $total"
       if [ "$cfg" != plain ]; then
-        # Wall-time column (the last number before its percentage) of every plugin pass row.
-        pass=$(printf '%s\n' "$report" | awk '/\{anonymous\}::Pass<ModuleIR>|SqttModulePass/ {
-          n = split($0, f, /[ ()]+/); for (i = 1; i <= n; i++) v[i] = f[i]; sum += v[n - 2] }
+        # User+System column of every plugin pass row: the fifth number (user, its percentage,
+        # system, its percentage, user+system, ...).
+        pass=$(printf '%s\n' "$report" | awk '/\{anonymous\}::Pass<(Module|Function)IR>|Sqtt(Module|Prune)Pass/ {
+          k = 0; n = split($0, f, /[ ()%]+/)
+          for (i = 1; i <= n; i++) if (f[i] ~ /^[0-9.]+$/ && ++k == 5) sum += f[i] }
           END { printf "%.4f", sum }')
         shares[$cfg]="${shares[$cfg]:-} $(calc "$pass / $total * 100")"
       fi

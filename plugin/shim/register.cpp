@@ -22,6 +22,7 @@ extern "C" {
 int sqtt_plugin_phase_at(unsigned Point, bool O0);
 int sqtt_plugin_phase_named(const char *Name, size_t Len);
 bool sqtt_plugin_run_phase(LLVMModuleRef M, unsigned Phase);
+bool sqtt_plugin_prune(LLVMValueRef F);
 }
 
 namespace {
@@ -40,6 +41,19 @@ struct SqttModulePass : PassInfoMixin<SqttModulePass> {
   void printPipeline(raw_ostream &OS, function_ref<StringRef(StringRef)>) {
     OS << (Phase == 0 ? "sqtt-early" : "sqtt");
   }
+};
+
+// Removes early markers whose fate is settled (src/prune.rs), after each instruction combiner.
+struct SqttPrunePass : PassInfoMixin<SqttPrunePass> {
+  PreservedAnalyses run(Function &F, FunctionAnalysisManager &) {
+    if (!sqtt_plugin_prune(wrap(&F)))
+      return PreservedAnalyses::all();
+    // Only calls are erased: the control flow stands.
+    PreservedAnalyses PA;
+    PA.preserveSet<CFGAnalyses>();
+    return PA;
+  }
+  void printPipeline(raw_ostream &OS, function_ref<StringRef(StringRef)>) { OS << "sqtt-prune"; }
 };
 
 void addAt(unsigned Point, ModulePassManager &MPM, OptimizationLevel Level) {
@@ -62,12 +76,21 @@ extern "C" void sqtt_shim_register_pass_builder_callbacks(void *Opaque) {
         MPM.addPass(SqttModulePass(unsigned(Phase)));
         return true;
       });
+  PB.registerPipelineParsingCallback(
+      [](StringRef Name, FunctionPassManager &FPM, ArrayRef<PassBuilder::PipelineElement>) {
+        if (Name != "sqtt-prune")
+          return false;
+        FPM.addPass(SqttPrunePass());
+        return true;
+      });
   // From LLVM 20 these two callbacks also get a ThinOrFullLTOPhase: the trailing `auto...`
   // takes it, or nothing on 19.
   PB.registerPipelineEarlySimplificationEPCallback(
       [](ModulePassManager &MPM, OptimizationLevel Level, auto...) { addAt(0, MPM, Level); });
   PB.registerOptimizerLastEPCallback(
       [](ModulePassManager &MPM, OptimizationLevel Level, auto...) { addAt(1, MPM, Level); });
+  PB.registerPeepholeEPCallback(
+      [](FunctionPassManager &FPM, OptimizationLevel) { FPM.addPass(SqttPrunePass()); });
   PB.registerFullLinkTimeOptimizationLastEPCallback(
       [](ModulePassManager &MPM, OptimizationLevel Level) { addAt(2, MPM, Level); });
 }

@@ -14,7 +14,7 @@ use sqtt_config::Settings;
 use crate::ledger::{EarlyKind, EarlyLedger, Role};
 use crate::llvm::{MdItem, Module, Value};
 use crate::named::{collect, fusable, resolve_name, Sentinel};
-use crate::size::function_size;
+use crate::size::{above, function_size, SizeBound};
 use crate::{funcmap_emit, is_sqtt_instruction};
 
 /// Function metadata naming the ledger entry of an instrumented function.
@@ -212,7 +212,7 @@ fn inline_marker_wrappers(m: Module) {
 }
 
 fn bare_marker(m: Module, ledger: &EarlyLedger, at: Value, key: u64, role: Role) {
-    bare_marker_with_payload(m, ledger, at, key, role, None)
+    bare_marker_with_payload(m, ledger, at, key, role, None, None)
 }
 
 /// A bare marker; a data marker carries its payload as the call's operand.
@@ -223,6 +223,7 @@ fn bare_marker_with_payload(
     key: u64,
     role: Role,
     payload: Option<Value>,
+    removable_if_gone: Option<&str>,
 ) {
     let b = m.builder();
     b.position_before(at);
@@ -245,7 +246,7 @@ fn bare_marker_with_payload(
             b.call(ty, asm, &[v])
         }
     };
-    ledger.tag(m, call, key, role);
+    ledger.tag(m, call, key, role, removable_if_gone);
 }
 
 /// Resolves named enter/exit/point markers whose names are known now. Data markers and names
@@ -306,6 +307,7 @@ fn resolve_named(m: Module, ledger: &mut EarlyLedger, settings: &Settings, f: Va
                         key,
                         Role::Point,
                         Some(c.inst.arg(1)),
+                        None,
                     );
                     // SAFETY: nothing uses this handle (or a name borrowed from it) after this.
                     unsafe { c.inst.erase() };
@@ -333,12 +335,19 @@ fn instrument_function(m: Module, ledger: &mut EarlyLedger, settings: &Settings,
         // A function that never returns cannot pop its scope.
         return;
     }
-    let key = ledger.function(&f.name(), funcmap_emit::definition_site(f), size);
+    let name = f.name();
+    let key = ledger.function(&name, funcmap_emit::definition_site(f), size);
     // `!sqtt.func.id !{key}`: which ledger entry the function's markers belong to.
     f.set_global_metadata(m.md_kind(FUNC_ID_MD), m.md_node_ref(&[MdItem::Int(key)]));
-    bare_marker(m, ledger, entry, key, Role::Enter);
+    // A function at or below the threshold now whose definition is gone by the late phase
+    // (inlined away) loses its markers there, inlined copies included: the tag says so, so that
+    // they can go as soon as the function does (crate::prune). Not when the late phase runs at
+    // the device link, where another translation unit may still define the function.
+    let removable = (!above(size, settings.instrument_functions) && !crate::deferred_to_link())
+        .then_some(name.as_str());
+    bare_marker_with_payload(m, ledger, entry, key, Role::Enter, None, removable);
     for r in rets {
-        bare_marker(m, ledger, r, key, Role::Exit);
+        bare_marker_with_payload(m, ledger, r, key, Role::Exit, None, removable);
     }
 }
 
@@ -364,8 +373,13 @@ pub fn run_with(m: Module, settings: &Settings, named: NamedMarkers) {
     // Functions first: their markers go in before named markers are resolved, so that an entry
     // marker precedes a named enter at the top of a function.
     if settings.instrument_functions.is_on() {
+        let is_sqtt = |i| is_sqtt_instruction(m, i);
+        let mut bound = SizeBound::new(settings.instrument_functions, &is_sqtt);
         for f in m.functions() {
-            if is_eligible_function(f) {
+            // A function that cannot end above the threshold would lose its markers in the
+            // late phase whatever happens to it: none are placed, which is what the late phase
+            // would leave, without the optimiser carrying them meanwhile.
+            if is_eligible_function(f) && !bound.stays_small(f) {
                 instrument_function(m, &mut ledger, settings, f);
             }
         }

@@ -14,7 +14,10 @@ use crate::llvm::{MdItem, Module, Value};
 
 /// Module metadata holding the early ledger.
 pub const EARLY_LEDGER_MD: &str = "sqtt.markers.early";
-/// Instruction metadata tagging a bare early marker: `!{i64 key, i64 role}`.
+/// Instruction metadata tagging a bare early marker: `!{i64 key, i64 role}`, or
+/// `!{i64 key, i64 role, !"function"}` for the markers of a function at or below the threshold
+/// before optimisation, which the late phase removes if that function is gone by then (see
+/// [`crate::prune`]).
 pub const MARKER_TAG_MD: &str = "sqtt.m";
 
 /// What an early ledger entry is.
@@ -146,11 +149,22 @@ impl EarlyLedger {
         self.add(EarlyKind::Function, name, source_loc, pre_size)
     }
 
-    pub fn tag(&self, m: Module, inst: Value, key: u64, role: Role) {
-        inst.set_metadata(
-            self.tag_kind,
-            m.md_node(&[MdItem::Int(key), MdItem::Int(role as u64)]),
-        );
+    /// Tags a bare marker. `removable_if_gone` names the small function whose marker it is
+    /// (pre-optimisation size at or below the threshold): once that function has no definition,
+    /// the marker is certain to go.
+    pub fn tag(
+        &self,
+        m: Module,
+        inst: Value,
+        key: u64,
+        role: Role,
+        removable_if_gone: Option<&str>,
+    ) {
+        let mut items = vec![MdItem::Int(key), MdItem::Int(role as u64)];
+        if let Some(name) = removable_if_gone {
+            items.push(MdItem::Str(name.to_string()));
+        }
+        inst.set_metadata(self.tag_kind, m.md_node(&items));
     }
 
     pub fn write(&self, m: Module) {
@@ -208,7 +222,18 @@ pub fn read_early(m: Module) -> Vec<EarlyEntry> {
 pub fn read_tag(m: Module, inst: Value) -> Option<(u64, Role)> {
     let items = inst.metadata_items(crate::tag_kinds(m).0)?;
     match items.as_slice() {
-        [MdItem::Int(key), MdItem::Int(role)] => Some((*key, Role::from_code(*role)?)),
+        [MdItem::Int(key), MdItem::Int(role)]
+        | [MdItem::Int(key), MdItem::Int(role), MdItem::Str(_)] => {
+            Some((*key, Role::from_code(*role)?))
+        }
+        _ => None,
+    }
+}
+
+/// The function named by a bare marker's tag whose disappearance settles that the marker goes.
+pub fn removable_if_gone(items: &[MdItem]) -> Option<&str> {
+    match items {
+        [MdItem::Int(_), MdItem::Int(_), MdItem::Str(name)] => Some(name),
         _ => None,
     }
 }

@@ -19,6 +19,7 @@ mod memory;
 mod named;
 mod numeric;
 mod options;
+mod prune;
 mod scope;
 mod size;
 mod target;
@@ -27,7 +28,7 @@ mod registration;
 
 use sqtt_config::Settings;
 
-use crate::compat::sys::prelude::LLVMModuleRef;
+use crate::compat::sys::prelude::{LLVMModuleRef, LLVMValueRef};
 use crate::llvm::{Module, Value};
 
 /// Text the driver reads (without loading the plugin) to learn which LLVM it was built for.
@@ -88,7 +89,7 @@ pub(crate) fn phase_named(name: &str) -> Option<Phase> {
 }
 
 /// Whether the driver asked to leave IDs and the funcmap to the device link.
-fn deferred_to_link() -> bool {
+pub(crate) fn deferred_to_link() -> bool {
     std::env::var(sqtt_config::var::DEFER_TO_LINK).is_ok_and(|v| v == "1")
 }
 
@@ -144,6 +145,19 @@ pub(crate) unsafe fn run_phase(raw: LLVMModuleRef, requested: Phase) -> bool {
         }
     }
     true
+}
+
+/// Runs [`prune`] on a function of a module the early phase has instrumented (the ledger is
+/// there until the late phase). Returns whether the function changed.
+///
+/// # Safety
+/// `raw` must be a live function (a definition) for the whole call; no handle escapes the call.
+pub(crate) unsafe fn run_prune(raw: LLVMValueRef) -> bool {
+    let f = Value::from_raw(raw);
+    if !f.parent_module().has_named_md(ledger::EARLY_LEDGER_MD) {
+        return false;
+    }
+    prune::run(f)
 }
 
 /// The settings, by the wrapper's rules however the plugin was loaded: under sqtt-hipcc

@@ -280,6 +280,12 @@ impl Module {
         }
     }
 
+    /// Whether the module has a named metadata list of this name.
+    pub fn has_named_md(self, name: &str) -> bool {
+        !unsafe { LLVMGetNamedMetadata(self.0, name.as_ptr() as *const c_char, name.len()) }
+            .is_null()
+    }
+
     /// Removes a named metadata list.
     pub fn erase_named_md(self, name: &str) {
         unsafe {
@@ -302,6 +308,12 @@ impl Module {
 }
 
 impl Value {
+    /// # Safety
+    /// `v` must be a live value for as long as the handle is used.
+    pub unsafe fn from_raw(v: LLVMValueRef) -> Value {
+        Value(v)
+    }
+
     pub fn name(self) -> String {
         self.name_ref().to_string()
     }
@@ -390,6 +402,14 @@ impl Value {
 
     pub fn is_call(self) -> bool {
         unsafe { !LLVMIsACallInst(self.0).is_null() }
+    }
+
+    /// An `invoke` or `callbr`: a call that is not a `call` instruction.
+    pub fn is_invoke_or_callbr(self) -> bool {
+        matches!(
+            self.opcode(),
+            sys::LLVMOpcode::LLVMInvoke | sys::LLVMOpcode::LLVMCallBr
+        )
     }
 
     pub fn is_instruction(self) -> bool {
@@ -500,6 +520,41 @@ impl Value {
             (LLVMGetTypeKind(ty) == sys::LLVMTypeKind::LLVMPointerTypeKind)
                 .then(|| LLVMGetPointerAddressSpace(ty))
         }
+    }
+
+    /// Calls `visit` on every instruction of a function, in order, without collecting them
+    /// (`visit` must not erase any).
+    pub fn for_each_instruction(self, mut visit: impl FnMut(Value)) {
+        unsafe {
+            let mut b = LLVMGetFirstBasicBlock(self.0);
+            while !b.is_null() {
+                let mut i = LLVMGetFirstInstruction(b);
+                while !i.is_null() {
+                    visit(Value(i));
+                    i = LLVMGetNextInstruction(i);
+                }
+                b = LLVMGetNextBasicBlock(b);
+            }
+        }
+    }
+
+    /// Whether a global may be dropped once nothing uses it (link-once, internal, private,
+    /// available-externally linkage): unused, it is dead.
+    pub fn is_discardable_if_unused(self) -> bool {
+        use sys::LLVMLinkage::*;
+        matches!(
+            unsafe { LLVMGetLinkage(self.0) },
+            LLVMLinkOnceAnyLinkage
+                | LLVMLinkOnceODRLinkage
+                | LLVMInternalLinkage
+                | LLVMPrivateLinkage
+                | LLVMAvailableExternallyLinkage
+        )
+    }
+
+    /// The module of a function (or other global).
+    pub fn parent_module(self) -> Module {
+        Module(unsafe { LLVMGetGlobalParent(self.0) })
     }
 
     pub fn is_phi(self) -> bool {

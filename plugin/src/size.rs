@@ -3,7 +3,9 @@
 
 use sqtt_config::FunctionThreshold;
 
-use crate::llvm::Value;
+use std::collections::{HashMap, HashSet};
+
+use crate::llvm::{Block, Value};
 
 /// Weight of one instruction in the cost model (`cost:N`), or 0/1 in count mode (`N`).
 fn weight(i: Value, weighted: bool, is_sqtt: &dyn Fn(Value) -> bool) -> u64 {
@@ -66,4 +68,115 @@ pub fn above(size: u64, threshold: FunctionThreshold) -> bool {
         FunctionThreshold::Off => false,
         FunctionThreshold::Count(n) | FunctionThreshold::Cost(n) => size > u64::from(n),
     }
+}
+
+/// Proves that a function's size after optimisation stays at or below the threshold, so that the
+/// late phase would remove its markers whether or not the function survives (then its
+/// post-optimisation size decides) or is inlined away (then its size now decides).
+///
+/// A function grows through optimisation by what is inlined into it, by loop unrolling, by
+/// devirtualised calls and by memory intrinsics turned into loads and stores; otherwise only by
+/// the little code that simplification duplicates (jump threading, SLP vectorisation's element
+/// shuffles). The bound is the function's size plus the bounds of the functions it calls, with
+/// no bound through a loop, a call through a pointer, recursion or a memory intrinsic; it must
+/// stay at or below the threshold when doubled, a margin for the duplication.
+pub struct SizeBound<'a> {
+    threshold: FunctionThreshold,
+    is_sqtt: &'a dyn Fn(Value) -> bool,
+    memo: HashMap<Value, Option<u64>>,
+}
+
+impl<'a> SizeBound<'a> {
+    pub fn new(threshold: FunctionThreshold, is_sqtt: &'a dyn Fn(Value) -> bool) -> Self {
+        SizeBound {
+            threshold,
+            is_sqtt,
+            memo: HashMap::new(),
+        }
+    }
+
+    /// Whether the function certainly ends at or below the threshold.
+    pub fn stays_small(&mut self, f: Value) -> bool {
+        self.bound(f).is_some()
+    }
+
+    /// The function's bound, or None when there is none at or below the threshold's half.
+    fn bound(&mut self, f: Value) -> Option<u64> {
+        if let Some(b) = self.memo.get(&f) {
+            return *b;
+        }
+        // Recursion meets this None.
+        self.memo.insert(f, None);
+        let b = self.compute(f);
+        self.memo.insert(f, b);
+        b
+    }
+
+    fn compute(&mut self, f: Value) -> Option<u64> {
+        if has_cycle(f) {
+            return None;
+        }
+        let mut total = function_size(f, self.threshold, self.is_sqtt);
+        for bb in f.blocks() {
+            for i in bb.instructions() {
+                if i.is_invoke_or_callbr() {
+                    return None;
+                }
+                if !i.is_call() {
+                    continue;
+                }
+                match i.called_function() {
+                    Some(g) if g.is_declaration() => {
+                        let n = g.name_ref();
+                        if n.starts_with("llvm.memcpy")
+                            || n.starts_with("llvm.memmove")
+                            || n.starts_with("llvm.memset")
+                        {
+                            return None;
+                        }
+                    }
+                    Some(g) => total = total.saturating_add(self.bound(g)?),
+                    None if i.called_inline_asm().is_some() => {}
+                    None => return None,
+                }
+                if above(total.saturating_mul(2), self.threshold) {
+                    return None;
+                }
+            }
+        }
+        (!above(total.saturating_mul(2), self.threshold)).then_some(total)
+    }
+}
+
+/// Whether a function's control flow has a cycle (a loop, however it is written).
+fn has_cycle(f: Value) -> bool {
+    let Some(entry) = f.entry_block() else {
+        return false;
+    };
+    // Iterative depth-first search; a successor still on the stack closes a cycle.
+    let mut on_stack: HashSet<Block> = HashSet::new();
+    let mut done: HashSet<Block> = HashSet::new();
+    let mut stack: Vec<(Block, Vec<Block>)> = vec![(entry, successors(entry))];
+    on_stack.insert(entry);
+    while let Some((b, next)) = stack.last_mut() {
+        match next.pop() {
+            Some(s) if on_stack.contains(&s) => return true,
+            Some(s) if done.contains(&s) => {}
+            Some(s) => {
+                on_stack.insert(s);
+                stack.push((s, successors(s)));
+            }
+            None => {
+                let b = *b;
+                on_stack.remove(&b);
+                done.insert(b);
+                stack.pop();
+            }
+        }
+    }
+    false
+}
+
+fn successors(b: Block) -> Vec<Block> {
+    b.terminator().map(|t| t.successors()).unwrap_or_default()
 }

@@ -5,7 +5,9 @@
 //! - the fence's LDS wait appears only where an LDS operation may be in flight, and there it
 //!   still comes between that operation and the marker (the ordering the fence is for);
 //! - so against the same kernel built without the plugin, the markers add one branch per check
-//!   and one wait in all.
+//!   and one wait in all;
+//! - helpers that end at or below the function threshold leave the kernel's code exactly as
+//!   without the plugin.
 
 use sqtt_e2e::toolchain::*;
 
@@ -30,11 +32,23 @@ __global__ void cost_kernel(int *out) {
 const SYMBOL: &str = "_Z11cost_kernelPi";
 
 fn kernel_isa(arch: &str, with_plugin: bool) -> Vec<String> {
+    let scope = [("SQTT_SCOPE_CU", "0x1"), ("SQTT_SCOPE_SIMD", "0x1")];
+    compiled_kernel(KERNEL, SYMBOL, arch, with_plugin.then_some(&scope[..]))
+}
+
+/// The instructions of kernel `symbol` in `source` built with hipcc -O3, with the plugin and
+/// the settings `env`, or (`None`) without the plugin.
+fn compiled_kernel(
+    source: &str,
+    symbol: &str,
+    arch: &str,
+    env: Option<&[(&str, &str)]>,
+) -> Vec<String> {
     let dir = workdir();
     let src = dir.path().join("k.hip");
-    std::fs::write(&src, KERNEL).unwrap();
+    std::fs::write(&src, source).unwrap();
     let co = dir.path().join(format!("k-{arch}.o"));
-    let mut c = if with_plugin {
+    let mut c = if env.is_some() {
         hipcc_with_plugin(arch)
     } else {
         let mut c = plain_hipcc(arch);
@@ -44,9 +58,10 @@ fn kernel_isa(arch: &str, with_plugin: bool) -> Vec<String> {
     c.args(["-O3", "--cuda-device-only", "-c", "--no-gpu-bundle-output"])
         .arg(&src)
         .arg("-o")
-        .arg(&co)
-        .env("SQTT_SCOPE_CU", "0x1")
-        .env("SQTT_SCOPE_SIMD", "0x1");
+        .arg(&co);
+    for (k, v) in env.unwrap_or_default() {
+        c.env(k, v);
+    }
     run_ok(&mut c);
     let dis = disassemble(&co, toolchain_arch(arch));
     // Only the kernel's own instructions: from its label to the next one.
@@ -55,7 +70,7 @@ fn kernel_isa(arch: &str, with_plugin: bool) -> Vec<String> {
     for line in dis.lines() {
         let t = line.trim();
         if t.ends_with(':') && t.contains('<') {
-            inside = t.contains(&format!("<{SYMBOL}>"));
+            inside = t.contains(&format!("<{symbol}>"));
             continue;
         }
         if inside {
@@ -63,10 +78,13 @@ fn kernel_isa(arch: &str, with_plugin: bool) -> Vec<String> {
         }
     }
     // The alignment padding after s_endpgm.
-    while out.last().is_some_and(|i| i == "s_nop 0") {
+    while out
+        .last()
+        .is_some_and(|i| i == "s_nop 0" || i == "s_code_end")
+    {
         out.pop();
     }
-    assert!(!out.is_empty(), "{SYMBOL} not found in:\n{dis}");
+    assert!(!out.is_empty(), "{symbol} not found in:\n{dis}");
     out
 }
 
@@ -162,4 +180,101 @@ fn the_lds_wait_is_only_where_an_lds_operation_may_be_in_flight() {
             isa.join("\n")
         );
     }
+}
+
+/// Helpers that end at or below the function threshold get no markers, and the placeholders the
+/// early phase would give them must not change the code meanwhile: a leaf (its size settled
+/// before optimisation) gets none, a helper with a loop loses them as soon as it is inlined away.
+/// Each sits between a store and the store that overwrites it; a side-effecting placeholder
+/// there keeps the first (dead) store alive through the IR optimiser.
+const SMALL_HELPERS: &str = r#"
+#include <hip/hip_runtime.h>
+
+__device__ int scale(int a, int b) { return a * b + 1; }
+
+template <typename T> __device__ T spread(T n) {
+  T s = 0;
+  for (T i = 0; i < n; ++i)
+    s += i ^ n;
+  return s;
+}
+
+__global__ void small_helpers(int *out, int n) {
+  int t = threadIdx.x;
+  out[t] = n;
+  int v = scale(n, t);
+  out[t] = v;
+  out[t + 64] = n;
+  out[t + 64] = spread(v & 7);
+}
+"#;
+
+#[test]
+fn helpers_below_the_threshold_leave_the_code_as_without_the_plugin() {
+    for arch in arches() {
+        let plain = compiled_kernel(SMALL_HELPERS, "_Z13small_helpersPii", arch, None);
+        let env = [("SQTT_INSTRUMENT_FUNCTIONS", "cost:200")];
+        let isa = compiled_kernel(SMALL_HELPERS, "_Z13small_helpersPii", arch, Some(&env));
+        assert_eq!(
+            isa,
+            plain,
+            "{arch}: with the plugin:\n{}\n\nwithout:\n{}",
+            isa.join("\n"),
+            plain.join("\n")
+        );
+    }
+}
+
+/// The same for plain C device code through `clang` (every LLVM a lane has): a helper with a
+/// loop, inlined away, must not keep the dead store before its call.
+const C_HELPER: &str = r#"
+static int spread(int n) {
+  int s = 0;
+  for (int i = 0; i < n; ++i)
+    s += i ^ n;
+  return s;
+}
+__attribute__((noinline)) void entry(int *out, int n) {
+  out[0] = n;
+  out[0] = spread(n & 7);
+}
+"#;
+
+/// The IR stores of `entry` built by clang -O3 for gfx1030, with the plugin (and `env`) or not.
+fn c_entry_stores(with_plugin: bool) -> usize {
+    let dir = workdir();
+    let src = dir.path().join("h.c");
+    std::fs::write(&src, C_HELPER).unwrap();
+    let out = dir.path().join("h.ll");
+    let mut c = std::process::Command::new(llvm_tool("clang"));
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("SQTT_") {
+            c.env_remove(k);
+        }
+    }
+    c.args(["-x", "c", "-nogpulib", "-O3", "--target=amdgcn-amd-amdhsa"])
+        .arg(format!("-mcpu={}", toolchain_arch("gfx1030")))
+        .args(["-S", "-emit-llvm"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&out);
+    if with_plugin {
+        c.arg(format!("-fpass-plugin={}", plugin_path().display()))
+            .env("SQTT_INSTRUMENT_FUNCTIONS", "cost:200");
+    }
+    run_ok(&mut c);
+    let ir = std::fs::read_to_string(&out).unwrap();
+    let body = ir
+        .split("define ")
+        .find(|f| f.contains("@entry("))
+        .unwrap_or_else(|| panic!("no @entry in:\n{ir}"));
+    body.lines()
+        .take_while(|l| *l != "}")
+        .filter(|l| l.trim_start().starts_with("store "))
+        .count()
+}
+
+#[test]
+fn a_small_helper_inlined_away_leaves_no_placeholder_behind() {
+    assert_eq!(c_entry_stores(true), c_entry_stores(false));
 }

@@ -5,8 +5,8 @@
 
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 
-use crate::compat::sys::prelude::LLVMModuleRef;
-use crate::{phase_at, phase_named, run_phase, ExtensionPoint, Phase};
+use crate::compat::sys::prelude::{LLVMModuleRef, LLVMValueRef};
+use crate::{phase_at, phase_named, run_phase, run_prune, ExtensionPoint, Phase};
 
 /// LLVM's `PassPluginLibraryInfo` (llvm/Passes/PassPlugin.h, llvm/Plugins/PassPlugin.h from 22).
 /// register.cpp checks at compile time that the C++ struct has this size.
@@ -83,4 +83,13 @@ unsafe extern "C" fn sqtt_plugin_run_phase(module: LLVMModuleRef, phase: c_uint)
         .find(|p| *p as c_uint == phase);
     std::panic::catch_unwind(|| phase.is_some_and(|p| run_phase(module, p)))
         .unwrap_or_else(|_| std::process::abort())
+}
+
+/// Runs [`crate::prune`] on a function; returns whether it changed.
+///
+/// # Safety
+/// `function` is a live definition for the whole call (the C++ pass's `run`).
+#[no_mangle]
+unsafe extern "C" fn sqtt_plugin_prune(function: LLVMValueRef) -> bool {
+    std::panic::catch_unwind(|| run_prune(function)).unwrap_or_else(|_| std::process::abort())
 }
