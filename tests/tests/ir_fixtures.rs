@@ -462,7 +462,7 @@ fn clock_packing() {
 }
 
 /// The plugin registers at the hooks clang's pipelines use: `default<O0>` runs `sqtt`,
-/// `default<O2>` runs `sqtt-early` then `sqtt`. Checked with the plugin's own registration
+/// `default<O2>` runs `sqtt-early`, `sqtt-prune` (after instruction combining) and `sqtt`. Checked with the plugin's own registration
 /// (LLVM 19+): through the llvm-plugin crate (LLVM 15-18) every pass prints as
 /// `{anonymous}::Pass<ModuleIR>`, so the pipeline text cannot name them (the hipcc suites show
 /// those hooks at work).
@@ -479,7 +479,10 @@ fn pipeline_hooks() {
     let ll = dir.path().join("in.ll");
     std::fs::write(&ll, fixture("named_markers.ll")).unwrap();
     let mut c = Checks::new();
-    for (level, want) in [("O0", vec!["sqtt"]), ("O2", vec!["sqtt-early", "sqtt"])] {
+    for (level, want) in [
+        ("O0", vec!["sqtt"]),
+        ("O2", vec!["sqtt-early", "sqtt-prune", "sqtt"]),
+    ] {
         // opt 19 exits 1 after printing (it re-parses its own dump): only the text counts.
         let out = run(Command::new(llvm_tool("opt"))
             .arg(format!("-load-pass-plugin={}", plugin_path().display()))
@@ -487,11 +490,14 @@ fn pipeline_hooks() {
             .args(["-print-pipeline-passes", "-disable-output"])
             .arg(&ll));
         let text = String::from_utf8_lossy(&out.stdout);
-        let got: Vec<&str> = text
-            .trim()
-            .split(',')
-            .filter(|p| *p == "sqtt" || *p == "sqtt-early")
-            .collect();
+        // The plugin's passes in order of first appearance (`sqtt-prune` runs after every
+        // instruction combiner, inside nested function pipelines).
+        let mut got: Vec<&str> = Vec::new();
+        for p in text.trim().split([',', '(', ')']) {
+            if ["sqtt", "sqtt-early", "sqtt-prune"].contains(&p) && !got.contains(&p) {
+                got.push(p);
+            }
+        }
         c.eq(format!("default<{level}> pipeline"), got, want);
     }
     c.finish();
