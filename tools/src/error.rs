@@ -17,6 +17,16 @@ pub enum Error {
         records: u64,
         error: serde_json::Error,
     },
+    /// A shaderdata file whose JSON breaks off or turns malformed part-way, as the reader's own
+    /// scanner finds it (serde's findings are [`Error::Json`]).
+    #[error("{}: malformed JSON after {records} records: {what} at byte {at}", path.display())]
+    Syntax {
+        path: PathBuf,
+        /// Records read before the fault.
+        records: u64,
+        what: &'static str,
+        at: u64,
+    },
     #[error("{}: {reason}", path.display())]
     Malformed { path: PathBuf, reason: String },
     #[error("{}: {error}", path.display())]
@@ -37,6 +47,14 @@ pub enum Error {
 }
 
 impl Error {
+    /// For a file read part-way: the records handed over before the fault (they count as read).
+    pub fn records_before_fault(&self) -> Option<u64> {
+        match self {
+            Error::Json { records, .. } | Error::Syntax { records, .. } => Some(*records),
+            _ => None,
+        }
+    }
+
     pub fn io(path: &Path, error: std::io::Error) -> Error {
         Error::Io {
             path: path.to_path_buf(),

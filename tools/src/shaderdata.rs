@@ -76,9 +76,9 @@ pub struct ReadStats {
 
 /// Reads `path` and calls `f` for each record in file order.
 ///
-/// A file that breaks off or turns malformed part-way gives [`Error::Json`] after the records
-/// before the fault have been handed over; `ReadStats` of the good part is then in the error's
-/// `records` field.
+/// A file that breaks off or turns malformed part-way gives [`Error::Json`] or
+/// [`Error::Syntax`] after the records before the fault have been handed over; `ReadStats` of
+/// the good part is then the error's [`Error::records_before_fault`].
 pub fn read_file<F: FnMut(&Record)>(path: &Path, f: F) -> Result<ReadStats, Error> {
     let file =
         crate::input::open_input(path, crate::input::MAX_STREAMED_JSON, "a shaderdata file")?;
@@ -130,9 +130,11 @@ fn read_blocks<R: Read, F: FnMut(&Record)>(
             records: count,
             error: e,
         }),
-        Err(Fault::Syntax(at, what)) => Err(Error::Malformed {
+        Err(Fault::Syntax(at, what)) => Err(Error::Syntax {
             path: path.to_path_buf(),
-            reason: format!("malformed JSON after {count} records: {what} at byte {at}"),
+            records: count,
+            what,
+            at,
         }),
     }
 }

@@ -53,3 +53,43 @@ fn replayed_records_count_and_report_as_a_single_read() {
     // The stacks of the intact records are all there (fewer cycles where records are lost).
     assert_eq!(two.folded.len(), whole.folded.len());
 }
+
+/// A capture whose every shaderdata file breaks off right after a row (the reader's own scanner
+/// finds the end, not serde): the rows before the break are read and counted, the run is usable,
+/// and each file is reported once as broken.
+#[test]
+fn files_cut_after_a_row_count_the_rows_they_gave() {
+    let dir = tempfile::tempdir().unwrap();
+    program_trace::write_trace(dir.path(), 4, false);
+    let ui = dir.path().join("ui_output_t");
+    let mut kept_rows = 0u64;
+    let mut files = 0u64;
+    for entry in std::fs::read_dir(&ui).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !(name.starts_with("shaderdata_") && name.ends_with(".json")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let start = text.find("\"records\":[").unwrap() + "\"records\":[".len();
+        // Just after the comma that follows a row about half-way through.
+        let cut = start + text[start..].len() / 2;
+        let cut = cut + text[cut..].find("],").unwrap() + 2;
+        kept_rows += text[start..cut].matches('[').count() as u64;
+        files += 1;
+        std::fs::write(&path, &text[..cut]).unwrap();
+    }
+    assert!(files > 0 && kept_rows > 0);
+    let out = commands::flamegraph(dir.path(), &Options::default(), &NoProgress)
+        .expect("the rows before each break are a usable trace");
+    assert_eq!(out.totals.run.records, kept_rows);
+    assert_eq!(out.totals.run.files_ok, files);
+    let bad: u64 = out
+        .diag
+        .iter()
+        .filter(|(k, _, _)| *k == kind::BAD_FILE)
+        .map(|(_, n, _)| n)
+        .sum();
+    assert_eq!(bad, files);
+    assert!(!out.folded.is_empty());
+}

@@ -646,9 +646,9 @@ impl Demux {
                     counts.records += st.records;
                 }
                 Err(e) => {
-                    if let Error::Json { records, .. } = &e {
+                    if let Some(records) = e.records_before_fault() {
                         counts.records += records;
-                        if *records > 0 {
+                        if records > 0 {
                             counts.files_ok += 1;
                         } else {
                             counts.files_bad += 1;
