@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::toolchain::{
     bad_marker_encodings, count_matching, dump_funcmap, marker_trace, objdump_instructions,
+    stderr_tail,
 };
 
 /// Named checks collected over a test; [`Checks::finish`] fails with every failed one.
@@ -49,6 +50,17 @@ impl Checks {
                 None
             }
         }
+    }
+
+    /// A command that must succeed for the checks after it: records its failure with the tail
+    /// of its stderr and returns whether it ran.
+    pub fn ran(&mut self, name: impl Display, o: &std::process::Output) -> bool {
+        let r = if o.status.success() {
+            Ok(())
+        } else {
+            Err(stderr_tail(o))
+        };
+        self.step(name, r).is_some()
     }
 
     /// The exact `.sqtt_funcmap` rows of a code object or relocatable object (NULs dropped).

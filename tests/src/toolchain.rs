@@ -575,6 +575,22 @@ pub fn llc_objdump(ir: &str, cpu: &str) -> Vec<String> {
     objdump_instructions(&disassemble(&obj, cpu))
 }
 
+/// The last lines of a command's stderr, for a failure message.
+pub fn stderr_tail(o: &Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    lines[lines.len().saturating_sub(8)..].join("\n")
+}
+
+/// [`test_arches`] as this toolchain spells them ([`toolchain_arch`]: gfx940 is gfx942 from
+/// LLVM 20).
+pub fn lane_arches(default: &[&str]) -> Vec<String> {
+    test_arches(default)
+        .iter()
+        .map(|a| toolchain_arch(a).to_string())
+        .collect()
+}
+
 /// The arches a lane names in `SQTT_TEST_ARCHES` (its row of ci/lanes.tsv, set by the lane
 /// scripts; `A+B` entries, the multi-arch binary, left out), else `default` (the host's).
 pub fn test_arches(default: &[&str]) -> Vec<String> {

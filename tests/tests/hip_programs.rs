@@ -17,10 +17,7 @@ use sqtt_e2e::toolchain::*;
 const HOST_ARCHES: &[&str] = &["gfx90a", "gfx1030", "gfx1100"];
 
 fn arches() -> Vec<String> {
-    test_arches(HOST_ARCHES)
-        .iter()
-        .map(|a| toolchain_arch(a).to_string())
-        .collect()
+    lane_arches(HOST_ARCHES)
 }
 
 fn fixture(name: &str) -> PathBuf {
@@ -29,12 +26,6 @@ fn fixture(name: &str) -> PathBuf {
 
 const PROGRAM_FUNCMAP: &str = "K:_Z19lane_program_kernelPfi
 U:1:compute";
-
-fn stderr_tail(o: &std::process::Output) -> String {
-    let err = String::from_utf8_lossy(&o.stderr);
-    let lines: Vec<&str> = err.lines().collect();
-    lines[lines.len().saturating_sub(8)..].join("\n")
-}
 
 /// Runs a built program: without a GPU it prints `no device`, with one `ran`; exit 0 either way.
 fn runs(c: &mut Checks, name: &str, program: &Path) {
@@ -75,16 +66,7 @@ fn hipcc_builds_and_runs_the_program() {
             .arg(fixture("program.hip"))
             .arg("-o")
             .arg(&prog));
-        if c.step(
-            format!("{n}: compile and link"),
-            if o.status.success() {
-                Ok(())
-            } else {
-                Err(stderr_tail(&o))
-            },
-        )
-        .is_none()
-        {
+        if !c.ran(format!("{n}: compile and link"), &o) {
             continue;
         }
         runs(&mut c, &n, &prog);
@@ -164,16 +146,7 @@ fn new_offload_driver_and_rdc_keep_the_markers() {
             .arg(fixture("program.hip"))
             .arg("-o")
             .arg(&prog));
-        if c.step(
-            format!("{n}: hipcc"),
-            if o.status.success() {
-                Ok(())
-            } else {
-                Err(stderr_tail(&o))
-            },
-        )
-        .is_none()
-        {
+        if !c.ran(format!("{n}: hipcc"), &o) {
             continue;
         }
         // The new driver's bundle names the target hip-amdgcn-..., the old one hipv4-amdgcn-...

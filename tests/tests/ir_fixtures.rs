@@ -17,10 +17,7 @@ use sqtt_e2e::toolchain::*;
 const HOST_ARCHES: &[&str] = &["gfx90a", "gfx940", "gfx1030", "gfx1100"];
 
 fn arches() -> Vec<String> {
-    test_arches(HOST_ARCHES)
-        .iter()
-        .map(|a| toolchain_arch(a).to_string())
-        .collect()
+    lane_arches(HOST_ARCHES)
 }
 
 fn fixture(name: &str) -> String {
