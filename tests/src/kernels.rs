@@ -24,3 +24,25 @@ __global__ void my_kernel(float *data, int n) {
 /// ends in a newline, the `R:` row follows its marker's row.
 pub const MY_KERNEL_FUNCMAP: &str = "K:_Z9my_kernelPfi\nU:1:load_phase\nU:2:compute_phase\n\
 P:3:work_value\nR:3:extra_payload_count=1\nP:4:store_begin\n";
+
+/// The marker records of the fixtures with scope `outer`, point `mid`, data `val` and numeric
+/// point 7 (tests/fixtures/ir/named_markers.ll, tests/fixtures/hip/markers.hip), in program
+/// order: enter outer (6), point mid (8), the data header of val (12) and its payload (from a
+/// VGPR), exit (1), the numeric point 7 (28). `numeric_at_run_time`: at -O0 the numeric ID is
+/// loaded from an alloca, so it goes through M0 from a register.
+pub fn outer_mid_val_trace(cpu: &str, numeric_at_run_time: bool) -> Vec<&'static str> {
+    let gfx9 = crate::checks::is_gfx9(cpu);
+    let record = |m0: &'static str, imm: &'static str| if gfx9 { m0 } else { imm };
+    vec![
+        record("m0:6+nop", "imm:0x6"),
+        record("m0:8+nop", "imm:0x8"),
+        record("m0:12+nop", "imm:0xc"),
+        "m0:dyn+nop",
+        record("m0:1+nop", "imm:0x1"),
+        if numeric_at_run_time {
+            "m0:dyn+nop"
+        } else {
+            record("m0:28+nop", "imm:0x1c")
+        },
+    ]
+}

@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use sqtt_e2e::checks::{is_gfx9, scope_checks, sorted, Checks};
+use sqtt_e2e::kernels::outer_mid_val_trace;
 use sqtt_e2e::toolchain::*;
 
 /// Arches of the host's hipcc 5.2.3 (clang 15) when no lane names its own.
@@ -58,36 +59,6 @@ fn words(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
-/// markers.hip's records in program order: enter outer (6), point mid (8), the data header of
-/// val (12) and its payload, exit (1), the numeric point 7 (28; a runtime value at -O0, where the
-/// constant sits in an alloca).
-fn markers_trace(cpu: &str, opt: &str) -> Vec<&'static str> {
-    let num = match (opt, is_gfx9(cpu)) {
-        ("-O0", _) => "m0:dyn+nop",
-        (_, true) => "m0:28+nop",
-        (_, false) => "imm:0x1c",
-    };
-    if is_gfx9(cpu) {
-        vec![
-            "m0:6+nop",
-            "m0:8+nop",
-            "m0:12+nop",
-            "m0:dyn+nop",
-            "m0:1+nop",
-            num,
-        ]
-    } else {
-        vec![
-            "imm:0x6",
-            "imm:0x8",
-            "imm:0xc",
-            "m0:dyn+nop",
-            "imm:0x1",
-            num,
-        ]
-    }
-}
-
 const MARKERS_FUNCMAP: &str = "K:lane_kernel
 U:1:outer
 P:2:mid
@@ -104,7 +75,7 @@ fn markers() {
     for cpu in arches() {
         for opt in ["-O0", "-O3"] {
             let n = format!("{cpu} {opt} markers.hip");
-            let want = markers_trace(&cpu, opt);
+            let want = outer_mid_val_trace(&cpu, opt == "-O0");
             let s = dir.path().join(format!("{cpu}{opt}-unfiltered.s"));
             if c.step(
                 format!("{n} unfiltered: hipcc -S"),

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use sqtt_e2e::checks::Checks;
-use sqtt_e2e::driver::driver;
+use sqtt_e2e::driver::{driver, wrapper};
 use sqtt_e2e::toolchain::*;
 
 /// Arches of the host's hipcc 5.2.3 (clang 15) when no lane names its own.
@@ -189,9 +189,7 @@ fn wrapper_builds_the_multi_arch_program() {
     let fat = test_multi_arch(&arches());
     let dir = workdir();
     let prog = dir.path().join("wrapped-program");
-    let mut cmd = driver(dir.path());
-    cmd.env("SQTT_HIPCC", hipcc())
-        .env("SQTT_PLUGIN", plugin_path());
+    let mut cmd = wrapper(dir.path());
     for a in &fat {
         cmd.args(arch_args(a));
     }

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use sqtt_e2e::checks::{is_gfx12, is_gfx9, scope_checks, sorted, Checks};
+use sqtt_e2e::kernels::outer_mid_val_trace;
 use sqtt_e2e::toolchain::*;
 
 /// Arches of the host's LLVM 15 when no lane names its own.
@@ -99,30 +100,6 @@ fn build(name: &str, cpu: &str, env: &[(&str, &str)]) -> Result<Build, String> {
     })
 }
 
-/// The marker records of named_markers.ll in program order: enter outer (6), point mid (8), the
-/// data header of val (12) and its payload (from a VGPR), exit (1), the numeric point 7 (28).
-fn named_markers_trace(cpu: &str) -> Vec<&'static str> {
-    if is_gfx9(cpu) {
-        vec![
-            "m0:6+nop",
-            "m0:8+nop",
-            "m0:12+nop",
-            "m0:dyn+nop",
-            "m0:1+nop",
-            "m0:28+nop",
-        ]
-    } else {
-        vec![
-            "imm:0x6",
-            "imm:0x8",
-            "imm:0xc",
-            "m0:dyn+nop",
-            "imm:0x1",
-            "imm:0x1c",
-        ]
-    }
-}
-
 const NAMED_FUNCMAP: &str = "K:ir_kernel
 U:1:outer
 P:2:mid
@@ -160,7 +137,7 @@ fn named_markers_unfiltered() {
     let mut c = Checks::new();
     for cpu in arches() {
         let n = format!("{cpu} named_markers unfiltered");
-        let want = named_markers_trace(&cpu);
+        let want = outer_mid_val_trace(&cpu, false);
         let Some(b) = c.step(
             &n,
             build("named_markers.ll", &cpu, &[("SQTT_SCOPE_CU", "-1")]),
@@ -225,7 +202,7 @@ fn named_markers_filtered() {
             scope_checks(&b.insts, &cpu),
             1,
         );
-        let want = named_markers_trace(&cpu)
+        let want = outer_mid_val_trace(&cpu, false)
             .iter()
             .map(|s| s.to_string())
             .collect();
