@@ -273,7 +273,8 @@ fn baseline() -> Option<PathBuf> {
     if Path::new(&want).is_file() {
         return Some(PathBuf::from(want));
     }
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The workspace root: `git archive` run in tools/ would export only tools/.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let sha = Command::new("git")
         .arg("-C")
         .arg(repo)
