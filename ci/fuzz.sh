@@ -113,7 +113,7 @@ run() { # crate:target
   if [ "$rc" != 0 ]; then
     tail -40 "$log" >&2
     echo "ci/fuzz.sh: $crate/fuzz $target failed (exit $rc); log: $log; inputs:" \
-      "$(ls "$out/artifacts/$target" | head -5 | tr '\n' ' ')" >&2
+      "$(find "$out/artifacts/$target" -type f | head -5 | tr '\n' ' ')" >&2
   fi
   return "$rc"
 }
