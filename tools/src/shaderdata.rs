@@ -110,11 +110,10 @@ fn read_blocks<R: Read, F: FnMut(&Record)>(
 ) -> Result<ReadStats, Error> {
     let mut sc = Scanner {
         r: reader,
-        block,
-        buf: Vec::new(),
+        // Zeroed memory from the allocator (calloc): only what is read into is touched.
+        buf: vec![0; block],
         pos: 0,
         end: 0,
-        chunk: block.min(FIRST_CHUNK),
         eof: false,
         consumed: 0,
     };
@@ -142,7 +141,6 @@ fn read_blocks<R: Read, F: FnMut(&Record)>(
 }
 
 const BLOCK: usize = 4 << 20;
-const FIRST_CHUNK: usize = 1 << 20;
 
 enum Fault {
     Io(std::io::Error),
@@ -152,15 +150,10 @@ enum Fault {
 
 struct Scanner<R> {
     r: R,
-    block: usize,
     /// Read so far: `buf[pos..end]` is still to be scanned.
     buf: Vec<u8>,
     pos: usize,
     end: usize,
-    /// The next read's size: it doubles up to `block`, so that a small file is read into a
-    /// small buffer (and the first is as large as a `BufReader`'s buffer in front, which a read
-    /// at least that large passes by).
-    chunk: usize,
     eof: bool,
     /// Bytes dropped from the front of `buf` so far.
     consumed: u64,
@@ -178,16 +171,14 @@ impl<R: Read> Scanner<R> {
             self.consumed += self.pos as u64;
             self.pos = 0;
         }
-        // Up to a block at a time, the buffer only growing for a value longer than that.
-        // Straight into the buffer: a read this large passes by a `BufReader` in front.
-        let want = self.end.max(self.chunk);
-        self.chunk = self.block.min(2 * self.chunk);
-        if self.buf.len() < self.end + want {
-            self.buf.resize(self.end + want, 0);
+        // As much as the buffer holds, straight into it: a read this large passes by a
+        // `BufReader` in front. It grows only for a value longer than it.
+        if self.end == self.buf.len() {
+            self.buf.resize(2 * self.buf.len().max(1), 0);
         }
         let mut got = 0;
-        while got < want {
-            match self.r.read(&mut self.buf[self.end..self.end + want - got]) {
+        while self.end < self.buf.len() {
+            match self.r.read(&mut self.buf[self.end..]) {
                 Ok(0) => {
                     self.eof = true;
                     break;
