@@ -423,16 +423,20 @@ fn plain_rows<F: FnMut(&Record)>(
     loop {
         if default {
             // Rows as rocprofv3 writes them, while a whole window is left.
-            while let Some(w) = b.get(i..i + FAST_SPAN) {
-                let w: &[u8; FAST_SPAN] = w.try_into().expect("a window");
+            let last = b.len().saturating_sub(FAST_SPAN);
+            let mut n = 0;
+            while i <= last && b.len() >= FAST_SPAN {
+                let w: &[u8; FAST_SPAN] = b[i..i + FAST_SPAN].try_into().expect("a window");
                 let Some((r, next)) = fast_row(w) else { break };
-                *count += 1;
+                n += 1;
                 f(&r);
                 if w[next] != b',' {
+                    *count += n;
                     return (i + next, Stop::AfterRow);
                 }
                 i += next + 1;
             }
+            *count += n;
         }
         match parse_row(b, i, cols) {
             Ok((r, next)) => {
