@@ -110,9 +110,10 @@ fn read_blocks<R: Read, F: FnMut(&Record)>(
 ) -> Result<ReadStats, Error> {
     let mut sc = Scanner {
         r: reader,
-        block,
-        buf: Vec::with_capacity(block + 4096),
+        // Zeroed memory from the allocator (calloc): only what is read into is touched.
+        buf: vec![0; block],
         pos: 0,
+        end: 0,
         eof: false,
         consumed: 0,
     };
@@ -149,9 +150,10 @@ enum Fault {
 
 struct Scanner<R> {
     r: R,
-    block: usize,
+    /// Read so far: `buf[pos..end]` is still to be scanned.
     buf: Vec<u8>,
     pos: usize,
+    end: usize,
     eof: bool,
     /// Bytes dropped from the front of `buf` so far.
     consumed: u64,
@@ -164,20 +166,30 @@ impl<R: Read> Scanner<R> {
             return Ok(false);
         }
         if self.pos > 0 {
-            self.buf.drain(..self.pos);
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.end -= self.pos;
             self.consumed += self.pos as u64;
             self.pos = 0;
         }
-        let want = self.buf.len().max(self.block) as u64;
-        let got = loop {
-            match (&mut self.r).take(want).read_to_end(&mut self.buf) {
-                Ok(n) => break n,
+        // As much as the buffer holds, straight into it: a read this large passes by a
+        // `BufReader` in front. It grows only for a value longer than it.
+        if self.end == self.buf.len() {
+            self.buf.resize(2 * self.buf.len().max(1), 0);
+        }
+        let mut got = 0;
+        while self.end < self.buf.len() {
+            match self.r.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => {
+                    self.end += n;
+                    got += n;
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(Fault::Io(e)),
             }
-        };
-        if (got as u64) < want {
-            self.eof = true;
         }
         Ok(got > 0)
     }
@@ -187,7 +199,7 @@ impl<R: Read> Scanner<R> {
     }
 
     fn peek(&mut self) -> Result<Option<u8>, Fault> {
-        while self.pos >= self.buf.len() {
+        while self.pos >= self.end {
             if !self.fill()? {
                 return Ok(None);
             }
@@ -343,7 +355,7 @@ fn records<R: Read, F: FnMut(&Record)>(
     }
     loop {
         // At a row. Plain rows go straight from the buffer.
-        let (taken, stop) = plain_rows(&sc.buf[sc.pos..], &cols, f, count);
+        let (taken, stop) = plain_rows(&sc.buf[sc.pos..sc.end], &cols, f, count);
         sc.pos += taken;
         match stop {
             Stop::Cut => {
@@ -406,8 +418,26 @@ fn plain_rows<F: FnMut(&Record)>(
     f: &mut F,
     count: &mut u64,
 ) -> (usize, Stop) {
+    let default = *cols == DEFAULT_ORDER;
     let mut i = 0;
     loop {
+        if default {
+            // Rows as rocprofv3 writes them, while a whole window is left.
+            let last = b.len().saturating_sub(FAST_SPAN);
+            let mut n = 0;
+            while i <= last && b.len() >= FAST_SPAN {
+                let w: &[u8; FAST_SPAN] = b[i..i + FAST_SPAN].try_into().expect("a window");
+                let Some((r, next)) = fast_row(w) else { break };
+                n += 1;
+                f(&r);
+                if w[next] != b',' {
+                    *count += n;
+                    return (i + next, Stop::AfterRow);
+                }
+                i += next + 1;
+            }
+            *count += n;
+        }
         match parse_row(b, i, cols) {
             Ok((r, next)) => {
                 *count += 1;
@@ -422,6 +452,105 @@ fn plain_rows<F: FnMut(&Record)>(
             Err(RowFault::Odd) => return (i, Stop::Other),
         }
     }
+}
+
+/// The bytes [`fast_row`] looks at: the longest row it takes, and the byte after it, with room
+/// for its eight-byte loads.
+const FAST_SPAN: usize = 128;
+
+/// The eight bytes at `w[i..]`, the first lowest.
+#[inline(always)]
+fn load8(w: &[u8; FAST_SPAN], i: usize) -> u64 {
+    u64::from_le_bytes(w[i..i + 8].try_into().expect("8 bytes"))
+}
+
+/// How many of the 8 bytes of `v` (first byte lowest) are ASCII digits before the first that
+/// is not.
+#[inline(always)]
+fn leading_digits(v: u64) -> usize {
+    // A digit's byte xor '0' is 0..=9: adding 0x76 leaves its high bit clear. Any other byte
+    // has its high bit set, by the sum or by itself; a carry out of it reaches only bytes after.
+    let t = v ^ ASCII_ZEROS;
+    let bad = (t.wrapping_add(0x7676_7676_7676_7676) | t) & 0x8080_8080_8080_8080;
+    bad.trailing_zeros() as usize / 8
+}
+
+/// The value of the first `n` (1..=8) bytes of `v`, all ASCII digits, most significant first.
+#[inline(always)]
+fn leading_value(v: u64, n: usize) -> u64 {
+    // The digits to the top bytes (zeros, as leading digits, below), then pairs, quads, all.
+    let d = (v & 0x0F0F_0F0F_0F0F_0F0F) << (8 * (8 - n));
+    let d = (d.wrapping_mul(10 << 8 | 1) >> 8) & 0x00FF_00FF_00FF_00FF;
+    let d = (d.wrapping_mul(100 << 16 | 1) >> 16) & 0x0000_FFFF_0000_FFFF;
+    d.wrapping_mul(10_000 << 32 | 1) >> 32
+}
+
+/// The number of 1 to 16 digits at `w[i..]` without a leading zero, followed by `sep`: its
+/// value and the index after `sep`. `i` is at most 86.
+#[inline(always)]
+fn fast_field(w: &[u8; FAST_SPAN], i: usize, sep: u8) -> Option<(u64, usize)> {
+    let v = load8(w, i);
+    let n = leading_digits(v);
+    let (x, n) = match n {
+        0 => return None,
+        8 => {
+            let v2 = load8(w, i + 8);
+            match leading_digits(v2) {
+                0 => (leading_value(v, 8), 8),
+                // Past 16 digits, the byte after them is no `sep`.
+                m => (leading_value(v, 8) * POW10[m] + leading_value(v2, m), 8 + m),
+            }
+        }
+        n => (leading_value(v, n), n),
+    };
+    // No leading zero (serde refuses "01").
+    if v as u8 == b'0' && n > 1 {
+        return None;
+    }
+    (w[i + n] == sep).then_some((x, i + n + 1))
+}
+
+/// The row at the start of `w` when it has exactly the form rocprofv3 writes in the default
+/// column order: `[` six numbers of at most 16 digits, without leading zeros, separated by
+/// single commas `]`, no whitespace. The record and the index after the `]`, at most 103; `None`
+/// for anything else (which [`parse_row`] then reads: what this takes, it reads the same way).
+#[inline(always)]
+fn fast_row(w: &[u8; FAST_SPAN]) -> Option<(Record, usize)> {
+    if w[0] != b'[' {
+        return None;
+    }
+    let (time, i) = fast_field(w, 1, b',')?;
+    let (value, i) = fast_field(w, i, b',')?;
+    // Most often cu, simd, wave_id and flags are one digit each: `d,d,d,d]`, one load.
+    let t = load8(w, i) ^ 0x5D30_2C30_2C30_2C30;
+    let bad = ((t.wrapping_add(0x7676_7676_7676_7676) | t) & 0x8080_8080_8080_8080)
+        | (t & 0xFF00_FF00_FF00_FF00);
+    let (cu, simd, wave_id, flags, i) = if bad == 0 {
+        (
+            t & 0xFF,
+            t >> 16 & 0xFF,
+            t >> 32 & 0xFF,
+            t >> 48 & 0xFF,
+            i + 8,
+        )
+    } else {
+        let (cu, i) = fast_field(w, i, b',')?;
+        let (simd, i) = fast_field(w, i, b',')?;
+        let (wave_id, i) = fast_field(w, i, b',')?;
+        let (flags, i) = fast_field(w, i, b']')?;
+        (cu, simd, wave_id, flags, i)
+    };
+    Some((
+        Record {
+            time,
+            value: value as u32,
+            cu: cu as u32,
+            simd: simd as u32,
+            wave_id: wave_id as u32,
+            flags: flags as u32,
+        },
+        i,
+    ))
 }
 
 const ASCII_ZEROS: u64 = 0x3030_3030_3030_3030;
@@ -803,6 +932,99 @@ mod tests {
         assert_eq!(v[1].time, 8);
         // A negative number goes to serde, which rejects it for a u64 field.
         assert!(read(r#"{"records":[[-1,2,3,4,5,6]]}"#, 64).is_err());
+        // The same among compact rows (which a large block reads by the fast path); 16 digits
+        // are still fast, more go to serde too.
+        let rows = "[1,2,3,4,5,6],".repeat(20);
+        for odd in [
+            "[01,2,3,4,5,6]",
+            "[1,2,3,4,5,06]",
+            "[1,2,3,4,5,-6]",
+            "[1,2,3,4,5,6.0]",
+            "[1,2,3,4,5,18446744073709551616]",
+            "[1,2,3,4,5]",
+            "[1,2,3,4,5,6,]",
+            "[1,2,3,4,5,6][1,2,3,4,5,6]",
+        ] {
+            let doc = format!("{{\"records\":[{rows}{odd},{rows}[1,2,3,4,5,6]]}}");
+            let e = read(&doc, 1 << 20).unwrap_err();
+            let good = 20 + usize::from(odd.starts_with("[1,2,3,4,5,6]"));
+            let after = format!("after {good} records");
+            assert!(e.to_string().contains(&after), "{odd}: {e}");
+        }
+        let doc = format!(
+            "{{\"records\":[{rows}[1234567890123456,9876543210123456,3,40,5,0],\
+             [12345678901234567,1,2,3,4,5]]}}"
+        );
+        let v = read(&doc, 1 << 20).unwrap();
+        assert_eq!(v.len(), 22);
+        assert_eq!(v[20].time, 1234567890123456);
+        assert_eq!(v[20].value, 9876543210123456u64 as u32);
+        assert_eq!((v[20].cu, v[20].simd, v[20].wave_id), (3, 40, 5));
+        assert_eq!((v[21].time, v[21].flags), (12345678901234567, 5));
+    }
+
+    /// The fast path takes the compact rows in rocprofv3's form with at most 16 digits a
+    /// number, and reads them as the general row parser does (the record and where the row
+    /// ends); everything else, edited rows too, it leaves to that parser.
+    #[test]
+    fn fast_rows_read_as_the_general_parser() {
+        const ALPHABET: &[u8] = b"[],0123456789 \n-.e+x\"{}:\\";
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let (mut fast, mut short_tails, mut edited) = (0, 0, 0);
+        for _ in 0..200_000 {
+            let mut row = b"[".to_vec();
+            let mut plain = true;
+            let mut short_tail = true;
+            for c in 0..COLS {
+                if c > 0 {
+                    row.push(b',');
+                }
+                let digits = match rng.below(4) {
+                    0 => 1,
+                    1 => 1 + rng.below(8),
+                    _ => 1 + rng.below(20),
+                } as usize;
+                let start = row.len();
+                row.extend((0..digits).map(|_| b'0' + rng.below(10) as u8));
+                plain &= digits <= 16 && (digits == 1 || row[start] != b'0');
+                short_tail &= c < 2 || digits == 1;
+            }
+            row.push(b']');
+            if rng.below(8) == 0 {
+                let at = rng.below(row.len() as u64) as usize;
+                let c = ALPHABET[rng.below(ALPHABET.len() as u64) as usize];
+                match rng.below(3) {
+                    0 => row[at] = c,
+                    1 => row.insert(at, c),
+                    _ => {
+                        row.remove(at);
+                    }
+                }
+                plain = false;
+                edited += 1;
+            }
+            // What follows: the next row, the end of the array, or anything.
+            row.extend_from_slice([&b",["[..], b"]}", b" ,", b"9"][rng.below(4) as usize]);
+            while row.len() < FAST_SPAN {
+                row.push(ALPHABET[rng.below(ALPHABET.len() as u64) as usize]);
+            }
+            let w: &[u8; FAST_SPAN] = row[..FAST_SPAN].try_into().unwrap();
+            let got = fast_row(w);
+            let want = parse_any_row(w, 0, &DEFAULT_ORDER).ok();
+            let text = String::from_utf8_lossy(w);
+            if plain {
+                assert_eq!(got, want, "{text}");
+                assert!(got.is_some(), "{text}");
+                fast += 1;
+                short_tails += usize::from(short_tail);
+            } else {
+                assert!(got.is_none() || got == want, "{text}");
+            }
+        }
+        assert!(
+            fast > 50_000 && short_tails > 1_000 && edited > 20_000,
+            "{fast} {short_tails} {edited}"
+        );
     }
 
     #[test]
@@ -909,7 +1131,15 @@ mod tests {
     /// column orders and extra columns, numbers at the edges and (rarely) numbers serde reads
     /// differently or not at all.
     fn document(rng: &mut Rng) -> Doc {
-        let ws = |rng: &mut Rng| rng.pick(&["", "", "", " ", "\n", " \r\n\t "]);
+        // A third of the documents have no whitespace at all, as rocprofv3 writes them.
+        let compact = rng.below(3) == 0;
+        let ws = |rng: &mut Rng| {
+            if compact {
+                ""
+            } else {
+                rng.pick(&["", "", "", " ", "\n", " \r\n\t "])
+            }
+        };
         let mut schema: Vec<&str> = DEFAULT_SCHEMA.to_vec();
         if rng.below(3) == 0 {
             for i in (1..schema.len()).rev() {
@@ -960,6 +1190,8 @@ mod tests {
                         .pick(&["-0", "1.0", "1e2", "007", "-3", "\"7\"", "null", "[1]"])
                         .into(),
                     32..=130 => rng.next().to_string(),
+                    131..=160 => (rng.next() >> rng.below(64)).to_string(),
+                    161..=500 => rng.below(10).to_string(),
                     _ => rng.below(100_000).to_string(),
                 };
                 rows.push_str(&x);
