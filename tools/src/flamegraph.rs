@@ -13,20 +13,35 @@ use crate::engine::{Marker, Names, ScopeOp, Sink, Wave};
 /// Stack trie with cycle weights.
 #[derive(Debug, Default)]
 pub struct Flamegraph {
-    /// (parent, frame) per node; node 0 is the root.
-    nodes: Vec<(u32, u32)>,
-    weights: Vec<u64>,
-    /// Open-addressing table of the children, keyed by their `nodes` entry, 0 = empty (the root
-    /// is no one's child): one flat allocation, about 24 bytes a node with `nodes` and
-    /// `weights`, where a child list per node plus a map cost four times that.
+    /// The nodes, one cache line each; node 0 is the root.
+    nodes: Vec<Node>,
+    /// Open-addressing table of the children that did not fit in their parent's
+    /// [`Node::kids`], keyed by their `nodes` entry, 0 = empty (the root is no one's child).
     table: Vec<u32>,
-    /// A direct-mapped memo in front of it, `(key, child)`, child 0 = empty: small enough to
-    /// stay in cache, where the table and the nodes it points into are not.
-    memo: Vec<(u64, u32)>,
+    /// Children in `table`.
+    spilled: usize,
     slots: Vec<FState>,
     pub unmatched_enter: u64,
     pub unmatched_exit: u64,
     first_unmatched: Option<String>,
+}
+
+/// Children kept in their parent's node.
+const KIDS: usize = 6;
+
+/// A stack: its weight, its parent and frame, and its first [`KIDS`] children, so that entering
+/// a child mostly reads the one cache line of the parent (a program's scope mostly has a few
+/// distinct children; a hash table of all children missed cache on tens of thousands of stacks).
+#[derive(Debug, Default, Clone, Copy)]
+#[repr(C, align(64))]
+struct Node {
+    weight: u64,
+    parent: u32,
+    frame: u32,
+    /// Frames of the children in `kid`.
+    kid_frame: [u32; KIDS],
+    /// The first children, in the order they were entered first; 0 = empty.
+    kid: [u32; KIDS],
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -37,65 +52,95 @@ struct FState {
     last: u64,
 }
 
-/// Entries of [`Flamegraph::memo`] (a power of two).
-const CHILD_MEMO: usize = 4096;
-
 /// Initial entries of [`Flamegraph::table`] (a power of two; kept at most half full).
-const TABLE_START: usize = 1024;
+const TABLE_START: usize = 64;
 
 #[inline]
-fn line((parent, frame): (u32, u32), mask: usize) -> usize {
+fn line(parent: u32, frame: u32, mask: usize) -> usize {
     let key = (u64::from(parent) << 32) | u64::from(frame);
     (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask
+}
+
+/// Asks for the cache line of `n`: the wave's next marker reads it (its weight, parent and
+/// children), tens of records later, and with tens of thousands of stacks it has mostly left the
+/// cache by then; a load would stall here instead, a prefetch does not.
+#[inline(always)]
+fn prefetch(n: &Node) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it reads nothing into the program and cannot fault
+    // (the address is that of a live node anyway).
+    unsafe {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(n).cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = n;
 }
 
 impl Flamegraph {
     pub fn new() -> Flamegraph {
         Flamegraph {
-            nodes: vec![(0, u32::MAX)],
-            weights: vec![0],
+            nodes: vec![Node {
+                frame: u32::MAX,
+                ..Node::default()
+            }],
             table: vec![0; TABLE_START],
-            memo: vec![(0, 0); CHILD_MEMO],
             ..Default::default()
         }
     }
 
     #[inline]
     fn child(&mut self, parent: u32, frame: u32) -> u32 {
-        let key = (parent, frame);
-        let packed = (u64::from(parent) << 32) | u64::from(frame);
-        let m = (packed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize & (CHILD_MEMO - 1);
-        if let Some(&(k, c)) = self.memo.get(m) {
-            if c != 0 && k == packed {
-                return c;
+        let n = &self.nodes[parent as usize];
+        for i in 0..KIDS {
+            if n.kid[i] == 0 {
+                return self.add_kid(parent, i, frame);
+            }
+            if n.kid_frame[i] == frame {
+                return n.kid[i];
             }
         }
-        let c = self.child_table(key);
-        if let Some(e) = self.memo.get_mut(m) {
-            *e = (packed, c);
-        }
-        c
+        self.child_table(parent, frame)
     }
 
-    fn child_table(&mut self, key: (u32, u32)) -> u32 {
-        let (parent, frame) = key;
+    /// A new node for the `i`th child of `parent`.
+    #[cold]
+    fn add_kid(&mut self, parent: u32, i: usize, frame: u32) -> u32 {
+        let id = self.push(parent, frame);
+        let n = &mut self.nodes[parent as usize];
+        n.kid_frame[i] = frame;
+        n.kid[i] = id;
+        id
+    }
+
+    fn push(&mut self, parent: u32, frame: u32) -> u32 {
+        let id = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            parent,
+            frame,
+            ..Node::default()
+        });
+        id
+    }
+
+    fn child_table(&mut self, parent: u32, frame: u32) -> u32 {
         let mask = self.table.len() - 1;
-        let mut i = line(key, mask);
+        let mut i = line(parent, frame, mask);
         loop {
             let c = self.table[i];
             if c == 0 {
                 break;
             }
-            if self.nodes[c as usize] == key {
+            let n = &self.nodes[c as usize];
+            if n.parent == parent && n.frame == frame {
                 return c;
             }
             i = (i + 1) & mask;
         }
-        let id = self.nodes.len() as u32;
-        self.nodes.push((parent, frame));
-        self.weights.push(0);
+        let id = self.push(parent, frame);
         self.table[i] = id;
-        if 2 * self.nodes.len() > self.table.len() {
+        self.spilled += 1;
+        if 2 * self.spilled > self.table.len() {
             self.grow();
         }
         id
@@ -105,8 +150,12 @@ impl Flamegraph {
     fn grow(&mut self) {
         self.table = vec![0; 2 * self.table.len()];
         let mask = self.table.len() - 1;
-        for (c, &key) in self.nodes.iter().enumerate().skip(1) {
-            let mut i = line(key, mask);
+        for c in 1..self.nodes.len() {
+            let n = self.nodes[c];
+            if self.nodes[n.parent as usize].kid.contains(&(c as u32)) {
+                continue;
+            }
+            let mut i = line(n.parent, n.frame, mask);
             while self.table[i] != 0 {
                 i = (i + 1) & mask;
             }
@@ -119,23 +168,24 @@ impl Flamegraph {
         let st = &mut self.slots[slot];
         let dt = t.saturating_sub(st.last);
         st.last = st.last.max(t);
-        self.weights[st.node as usize] += dt;
+        self.nodes[st.node as usize].weight += dt;
     }
 
     /// Folded stacks sorted by stack text, zero counts left out.
     pub fn folded(&self, names: &Names) -> Vec<(String, u64)> {
         let mut out = Vec::new();
         let mut frames = Vec::new();
-        for (i, &w) in self.weights.iter().enumerate() {
+        for (i, node) in self.nodes.iter().enumerate() {
+            let w = node.weight;
             if w == 0 || i == 0 {
                 continue;
             }
             frames.clear();
             let mut n = i as u32;
             while n != 0 {
-                let (p, f) = self.nodes[n as usize];
-                frames.push(names.get(f));
-                n = p;
+                let node = &self.nodes[n as usize];
+                frames.push(names.get(node.frame));
+                n = node.parent;
             }
             frames.reverse();
             out.push((frames.join(";"), w));
@@ -175,13 +225,16 @@ impl Sink for Flamegraph {
             if depth == 0 {
                 self.unmatched_exit += 1;
             } else {
-                node = self.nodes[node as usize].0;
+                node = self.nodes[node as usize].parent;
                 depth -= 1;
             }
         }
         if matches!(op, ScopeOp::Enter | ScopeOp::ExitEnter) {
             node = self.child(node, m.frame);
             depth += 1;
+        }
+        if let Some(n) = self.nodes.get(node as usize) {
+            prefetch(n);
         }
         let st = &mut self.slots[slot];
         st.node = node;
@@ -196,7 +249,7 @@ impl Sink for Flamegraph {
             if self.first_unmatched.is_none() {
                 self.first_unmatched = Some(format!(
                     "{} in se {} cu {} simd {} wave {} #{}",
-                    names.get(self.nodes[st.node as usize].1),
+                    names.get(self.nodes[st.node as usize].frame),
                     wave.se,
                     wave.cu,
                     wave.simd,

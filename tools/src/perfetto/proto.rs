@@ -27,7 +27,7 @@ use std::io::{self, Write};
 
 use rustc_hash::FxHashMap;
 
-use super::{category, BlockWriter, Encoder, POINT_CATEGORY};
+use super::{category, Encoder, OUT_BLOCK, POINT_CATEGORY};
 use crate::codeobj::MarkerClass;
 use crate::engine::{Marker, Names, ScopeKind, Wave};
 
@@ -94,6 +94,146 @@ pub mod wire {
 }
 
 use wire::{close, open, uint};
+
+/// Bytes of a [`Short`] packet.
+const SHORT: usize = 128;
+
+/// An event packet written in place, in the output buffer (or a stack array when it gets
+/// interned data): event packets are short (at most [`SHORT_PAYLOAD`] payload values), so every
+/// length is one byte written when the message ends, and the bytes go out with no copy.
+struct Short<'a> {
+    b: &'a mut [u8; SHORT],
+    n: usize,
+}
+
+/// Payload values an event packet built as a [`Short`] may carry: with the largest other
+/// fields (ten-byte varints) the packet stays under 128 bytes.
+const SHORT_PAYLOAD: usize = 4;
+
+// The largest such packet: key and length 2, time step 11, sequence 6, track event key and
+// length 2, type 2, name 6, category 2, the `id` and `value` arguments 10 each, `source_loc`
+// 16, the payload's key, length and name 4, and 8 per value.
+const _: () = assert!(71 + 8 * SHORT_PAYLOAD <= SHORT);
+
+impl Short<'_> {
+    #[inline(always)]
+    fn at(b: &mut [u8; SHORT]) -> Short<'_> {
+        Short { b, n: 0 }
+    }
+
+    #[inline(always)]
+    fn byte(&mut self, x: u8) {
+        self.b[self.n] = x;
+        self.n += 1;
+    }
+
+    #[inline(always)]
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.byte(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.byte(v as u8);
+    }
+
+    #[inline(always)]
+    fn uint(&mut self, field: u32, v: u64) {
+        self.varint(u64::from(field << 3 | wire::VARINT));
+        self.varint(v);
+    }
+
+    #[inline(always)]
+    fn open(&mut self, field: u32) -> usize {
+        self.varint(u64::from(field << 3 | wire::LEN));
+        self.byte(0);
+        self.n
+    }
+
+    /// Ends the message opened at `start` (shorter than 128 bytes by construction).
+    #[inline(always)]
+    fn close(&mut self, start: usize) {
+        let len = self.n - start;
+        debug_assert!(len < 0x80);
+        self.b[start - 1] = len as u8;
+    }
+}
+
+/// The output: a buffer of fixed length written at a cursor and sent out in blocks of
+/// [`OUT_BLOCK`] bytes; the [`SHORT`] bytes past a block take the event packet written in place.
+struct Out<W> {
+    out: W,
+    buf: Vec<u8>,
+    /// Bytes written to `buf`, below [`OUT_BLOCK`] between calls.
+    pos: usize,
+    err: Option<io::Error>,
+}
+
+impl<W: Write> Out<W> {
+    fn new(out: W) -> Out<W> {
+        Out {
+            out,
+            buf: vec![0; OUT_BLOCK + SHORT],
+            pos: 0,
+            err: None,
+        }
+    }
+
+    /// The space for the next event packet.
+    #[inline]
+    fn window(&mut self) -> &mut [u8; SHORT] {
+        let w = &mut self.buf[self.pos..self.pos + SHORT];
+        w.try_into().expect("a window of SHORT bytes")
+    }
+
+    /// Takes `n` bytes written in [`Out::window`].
+    #[inline]
+    fn advance(&mut self, n: usize) {
+        self.pos += n;
+        if self.pos >= OUT_BLOCK {
+            self.write_out();
+        }
+    }
+
+    /// Appends `b`.
+    fn put(&mut self, b: &[u8]) {
+        if self.pos + b.len() >= OUT_BLOCK {
+            self.write_out();
+            if b.len() >= OUT_BLOCK {
+                self.write(b);
+                return;
+            }
+        }
+        self.buf[self.pos..self.pos + b.len()].copy_from_slice(b);
+        self.pos += b.len();
+    }
+
+    fn write(&mut self, b: &[u8]) {
+        if self.err.is_none() {
+            if let Err(e) = self.out.write_all(b) {
+                self.err = Some(e);
+            }
+        }
+    }
+
+    fn write_out(&mut self) {
+        if self.err.is_none() {
+            if let Err(e) = self.out.write_all(&self.buf[..self.pos]) {
+                self.err = Some(e);
+            }
+        }
+        self.pos = 0;
+    }
+
+    /// Writes what is left and returns the writer.
+    fn finish(mut self) -> io::Result<W> {
+        self.write_out();
+        if let Some(e) = self.err.take() {
+            return Err(e);
+        }
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
 
 /// Field numbers of Perfetto's schema (`protos/perfetto/trace/...`).
 mod field {
@@ -194,6 +334,29 @@ struct WaveSeq {
     fixed: u8,
 }
 
+/// What an event needs interned on its sequence: its name, fixed strings (bits) and a source
+/// location (interned ID and text).
+#[derive(Clone, Copy)]
+struct Need<'a> {
+    frame: Option<u32>,
+    fixed: u8,
+    loc: Option<(u64, &'a str)>,
+}
+
+/// The fields of an instant event.
+struct Instant<'a> {
+    need: Need<'a>,
+    frame: u32,
+    id: u32,
+    value: Option<u32>,
+    payload: &'a [u32],
+}
+
+#[inline]
+fn test(bits: &[u64], i: usize) -> bool {
+    bits.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
+}
+
 fn test_and_set(bits: &mut Vec<u64>, i: usize) -> bool {
     let w = i / 64;
     if bits.len() <= w {
@@ -206,7 +369,9 @@ fn test_and_set(bits: &mut Vec<u64>, i: usize) -> bool {
 
 /// The protobuf writer of one ui directory.
 pub struct ProtoEncoder<W: Write> {
-    w: BlockWriter<W>,
+    w: Out<W>,
+    /// Packets that are not event packets in place are put together here.
+    scratch: Vec<u8>,
     clock_ghz: Option<f64>,
     waves: Vec<WaveSeq>,
     next_seq: u32,
@@ -221,13 +386,16 @@ pub struct ProtoEncoder<W: Write> {
     next_spare_pid: i32,
     /// Source locations by interned ID (1-based).
     locs: FxHashMap<Box<str>, u64>,
+    /// The source location interned last, and its ID (points of one marker follow each other).
+    last_loc: Option<(Box<str>, u64)>,
     events: u64,
 }
 
 impl<W: Write> ProtoEncoder<W> {
     pub fn new(out: W, clock_ghz: Option<f64>) -> ProtoEncoder<W> {
         ProtoEncoder {
-            w: BlockWriter::new(out),
+            w: Out::new(out),
+            scratch: Vec::new(),
             clock_ghz,
             waves: Vec::new(),
             next_seq: 1,
@@ -237,13 +405,14 @@ impl<W: Write> ProtoEncoder<W> {
             pids: FxHashMap::default(),
             next_spare_pid: i32::MAX,
             locs: FxHashMap::default(),
+            last_loc: None,
             events: 0,
         }
     }
 
     /// Writes what is left and returns the writer.
     pub fn finish(self) -> io::Result<W> {
-        self.w.finish(b"")
+        self.w.finish()
     }
 
     #[inline]
@@ -260,50 +429,97 @@ impl<W: Write> ProtoEncoder<W> {
         u
     }
 
-    /// Opens an event packet of `slot`'s sequence at `time`: the time since the previous event,
-    /// the sequence and its flags. Returns the packet's start.
+    /// The time since the previous event of `slot`'s wave (the incremental clock's step to
+    /// `time`) and the wave's sequence.
     #[inline]
-    fn event_packet(&mut self, slot: usize, time: u64) -> usize {
+    fn step(&mut self, slot: usize, time: u64) -> (u64, u32) {
         let ns = self.ns(time);
         let ws = &mut self.waves[slot];
         // A wave's times never go back (the engine keeps them in order).
         let delta = ns.saturating_sub(ws.last_ns);
         ws.last_ns = ws.last_ns.max(ns);
-        let buf = &mut self.w.buf;
-        let p = open(buf, field::TRACE_PACKET);
-        uint(buf, field::PACKET_TIMESTAMP, delta);
-        uint(buf, field::PACKET_SEQUENCE_ID, u64::from(ws.seq));
-        p
+        (delta, ws.seq)
+    }
+
+    /// Writes an event packet of `slot`'s sequence at `time` whose track event `body` writes,
+    /// with the interned data it needs and has not sent there yet.
+    #[inline]
+    fn event(
+        &mut self,
+        names: &Names,
+        slot: usize,
+        time: u64,
+        need: Need,
+        body: impl Fn(&mut Short),
+    ) {
+        let (delta, seq) = self.step(slot, time);
+        let ws = &self.waves[slot];
+        let known = need.fixed & !ws.fixed == 0
+            && need.frame.is_none_or(|f| test(&ws.names, f as usize))
+            && need.loc.is_none_or(|(i, _)| test(&ws.locs, i as usize));
+        if known {
+            let mut s = Short::at(self.w.window());
+            let p = s.open(field::TRACE_PACKET);
+            s.uint(field::PACKET_TIMESTAMP, delta);
+            s.uint(field::PACKET_SEQUENCE_ID, u64::from(seq));
+            body(&mut s);
+            s.close(p);
+            let n = s.n;
+            self.w.advance(n);
+        } else {
+            let mut te = [0; SHORT];
+            let mut s = Short::at(&mut te);
+            body(&mut s);
+            let n = s.n;
+            let mut buf = std::mem::take(&mut self.scratch);
+            buf.clear();
+            let p = open(&mut buf, field::TRACE_PACKET);
+            uint(&mut buf, field::PACKET_TIMESTAMP, delta);
+            uint(&mut buf, field::PACKET_SEQUENCE_ID, u64::from(seq));
+            self.intern(&mut buf, names, slot, need);
+            buf.extend_from_slice(&te[..n]);
+            close(&mut buf, p);
+            self.w.put(&buf);
+            self.scratch = buf;
+        }
+        self.events += 1;
+    }
+
+    /// The interned ID of the source location `loc`.
+    #[inline]
+    fn loc_iid(&mut self, loc: &str) -> u64 {
+        if let Some((l, i)) = &self.last_loc {
+            if **l == *loc {
+                return *i;
+            }
+        }
+        let i = match self.locs.get(loc) {
+            Some(&i) => i,
+            None => {
+                let i = self.locs.len() as u64 + 1;
+                self.locs.insert(loc.into(), i);
+                i
+            }
+        };
+        self.last_loc = Some((loc.into(), i));
+        i
     }
 
     /// Interns on `slot`'s sequence what the event needs and has not been sent there yet: the
     /// name of `frame`, the fixed strings of `fixed` (bits) and the source location `loc`.
-    #[inline]
-    fn intern(
-        &mut self,
-        names: &Names,
-        slot: usize,
-        frame: Option<u32>,
-        fixed: u8,
-        loc: Option<&str>,
-    ) -> Option<u64> {
+    fn intern(&mut self, buf: &mut Vec<u8>, names: &Names, slot: usize, need: Need) {
         let ws = &mut self.waves[slot];
-        let new_name = frame.filter(|&f| !test_and_set(&mut ws.names, f as usize));
-        let new_fixed = fixed & !ws.fixed;
-        ws.fixed |= fixed;
-        let loc_iid = loc.map(|l| match self.locs.get(l) {
-            Some(&i) => i,
-            None => {
-                let i = self.locs.len() as u64 + 1;
-                self.locs.insert(l.into(), i);
-                i
-            }
-        });
-        let new_loc = loc_iid.filter(|&i| !test_and_set(&mut ws.locs, i as usize));
+        let new_name = need
+            .frame
+            .filter(|&f| !test_and_set(&mut ws.names, f as usize));
+        let new_fixed = need.fixed & !ws.fixed;
+        ws.fixed |= need.fixed;
+        let new_loc = need
+            .loc
+            .filter(|&(i, _)| !test_and_set(&mut ws.locs, i as usize));
         if new_name.is_none() && new_fixed == 0 && new_loc.is_none() {
-            return loc_iid;
+            return;
         }
-        let buf = &mut self.w.buf;
         let d = open(buf, field::PACKET_INTERNED_DATA);
         let entry = |buf: &mut Vec<u8>, table: u32, iid: u64, s: &str| {
             let e = open(buf, table);
@@ -329,17 +545,59 @@ impl<W: Write> ProtoEncoder<W> {
                 names.get(f),
             );
         }
-        if let (Some(i), Some(l)) = (new_loc, loc) {
+        if let Some((i, l)) = new_loc {
             entry(buf, field::INTERNED_ANNOTATION_STRINGS, i, l);
         }
         close(buf, d);
-        loc_iid
     }
 
-    fn end_packet(&mut self, p: usize) {
-        close(&mut self.w.buf, p);
+    /// An instant with more payload values than a [`Short`] holds.
+    fn long_instant(&mut self, names: &Names, slot: usize, t: u64, ev: Instant<'_>) {
+        let (delta, seq) = self.step(slot, t);
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        let p = open(&mut buf, field::TRACE_PACKET);
+        uint(&mut buf, field::PACKET_TIMESTAMP, delta);
+        uint(&mut buf, field::PACKET_SEQUENCE_ID, u64::from(seq));
+        self.intern(&mut buf, names, slot, ev.need);
+        let buf = &mut buf;
+        let e = open(buf, field::PACKET_TRACK_EVENT);
+        uint(buf, field::EVENT_TYPE, TYPE_INSTANT);
+        uint(buf, field::EVENT_NAME_IID, u64::from(ev.frame) + 1);
+        uint(buf, field::EVENT_CATEGORY_IIDS, 3);
+        let arg = |buf: &mut Vec<u8>, name: u64, v: u64, f: u32| {
+            let a = open(buf, field::EVENT_ANNOTATIONS);
+            uint(buf, field::ANNOTATION_NAME_IID, name);
+            uint(buf, f, v);
+            close(buf, a);
+        };
+        arg(buf, IID_ID, u64::from(ev.id), field::ANNOTATION_UINT);
+        if let Some(v) = ev.value {
+            arg(buf, IID_VALUE, u64::from(v), field::ANNOTATION_UINT);
+        }
+        if let Some((i, _)) = ev.need.loc {
+            arg(buf, IID_SOURCE_LOC, i, field::ANNOTATION_STRING_IID);
+        }
+        let a = open(buf, field::EVENT_ANNOTATIONS);
+        uint(buf, field::ANNOTATION_NAME_IID, IID_PAYLOAD);
+        for v in ev.payload {
+            let x = open(buf, field::ANNOTATION_ARRAY);
+            uint(buf, field::ANNOTATION_UINT, u64::from(*v));
+            close(buf, x);
+        }
+        close(buf, a);
+        close(buf, e);
+        close(buf, p);
+        self.w.put(buf);
+        self.scratch = std::mem::take(buf);
         self.events += 1;
-        self.w.maybe_flush();
+    }
+
+    /// Puts the packets in [`ProtoEncoder::scratch`] out.
+    fn put_scratch(&mut self) {
+        let buf = std::mem::take(&mut self.scratch);
+        self.w.put(&buf);
+        self.scratch = buf;
     }
 }
 
@@ -356,7 +614,8 @@ impl<W: Write> Encoder for ProtoEncoder<W> {
         };
         self.pids.insert(pid, p);
         let uuid = self.uuid();
-        let buf = &mut self.w.buf;
+        let buf = &mut self.scratch;
+        buf.clear();
         let pk = open(buf, field::TRACE_PACKET);
         let t = open(buf, field::PACKET_TRACK_DESCRIPTOR);
         uint(buf, field::TRACK_UUID, uuid);
@@ -366,6 +625,7 @@ impl<W: Write> Encoder for ProtoEncoder<W> {
         close(buf, d);
         close(buf, t);
         close(buf, pk);
+        self.put_scratch();
     }
 
     fn thread(&mut self, slot: usize, w: &Wave) {
@@ -399,7 +659,8 @@ impl<W: Write> Encoder for ProtoEncoder<W> {
             "SE{}/CU{}/SIMD{}/W{}#{}",
             w.se, w.cu, w.simd, w.wave_id, w.instance
         );
-        let buf = &mut self.w.buf;
+        let buf = &mut self.scratch;
+        buf.clear();
         // The thread track.
         let pk = open(buf, field::TRACE_PACKET);
         let t = open(buf, field::PACKET_TRACK_DESCRIPTOR);
@@ -438,33 +699,41 @@ impl<W: Write> Encoder for ProtoEncoder<W> {
         }
         close(buf, s);
         close(buf, pk);
-        self.w.maybe_flush();
+        self.put_scratch();
     }
 
     fn begin(&mut self, names: &Names, slot: usize, t: u64, frame: u32, kind: ScopeKind) {
-        let p = self.event_packet(slot, t);
         let cat = category_iid(kind);
-        self.intern(names, slot, Some(frame), 1 << (cat - 1), None);
-        let buf = &mut self.w.buf;
-        let e = open(buf, field::PACKET_TRACK_EVENT);
-        uint(buf, field::EVENT_TYPE, TYPE_SLICE_BEGIN);
-        uint(buf, field::EVENT_NAME_IID, u64::from(frame) + 1);
-        uint(buf, field::EVENT_CATEGORY_IIDS, cat);
-        close(buf, e);
-        self.end_packet(p);
+        let need = Need {
+            frame: Some(frame),
+            fixed: 1 << (cat - 1),
+            loc: None,
+        };
+        self.event(names, slot, t, need, |s| {
+            let e = s.open(field::PACKET_TRACK_EVENT);
+            s.uint(field::EVENT_TYPE, TYPE_SLICE_BEGIN);
+            s.uint(field::EVENT_NAME_IID, u64::from(frame) + 1);
+            s.uint(field::EVENT_CATEGORY_IIDS, cat);
+            s.close(e);
+        });
     }
 
     fn end(&mut self, slot: usize, t: u64) {
-        let p = self.event_packet(slot, t);
-        let buf = &mut self.w.buf;
-        let e = open(buf, field::PACKET_TRACK_EVENT);
-        uint(buf, field::EVENT_TYPE, TYPE_SLICE_END);
-        close(buf, e);
-        self.end_packet(p);
+        let (delta, seq) = self.step(slot, t);
+        let mut s = Short::at(self.w.window());
+        let p = s.open(field::TRACE_PACKET);
+        s.uint(field::PACKET_TIMESTAMP, delta);
+        s.uint(field::PACKET_SEQUENCE_ID, u64::from(seq));
+        let e = s.open(field::PACKET_TRACK_EVENT);
+        s.uint(field::EVENT_TYPE, TYPE_SLICE_END);
+        s.close(e);
+        s.close(p);
+        let n = s.n;
+        self.w.advance(n);
+        self.events += 1;
     }
 
     fn instant(&mut self, names: &Names, slot: usize, t: u64, m: &Marker, payload: &[u32]) {
-        let p = self.event_packet(slot, t);
         let loc = m.entry.and_then(|e| e.source_loc.as_deref());
         let payload = if matches!(m.class, MarkerClass::Address(_)) {
             &[][..]
@@ -484,37 +753,52 @@ impl<W: Write> Encoder for ProtoEncoder<W> {
         if !payload.is_empty() {
             fixed |= 1 << (IID_PAYLOAD - 1);
         }
-        let loc_iid = self.intern(names, slot, Some(m.frame), fixed, loc);
-        let buf = &mut self.w.buf;
-        let e = open(buf, field::PACKET_TRACK_EVENT);
-        uint(buf, field::EVENT_TYPE, TYPE_INSTANT);
-        uint(buf, field::EVENT_NAME_IID, u64::from(m.frame) + 1);
-        uint(buf, field::EVENT_CATEGORY_IIDS, 3);
-        let arg = |buf: &mut Vec<u8>, name: u64, v: u64, f: u32| {
-            let a = open(buf, field::EVENT_ANNOTATIONS);
-            uint(buf, field::ANNOTATION_NAME_IID, name);
-            uint(buf, f, v);
-            close(buf, a);
+        let loc = loc.map(|l| (self.loc_iid(l), l));
+        let need = Need {
+            frame: Some(m.frame),
+            fixed,
+            loc,
         };
-        arg(buf, IID_ID, u64::from(m.id), field::ANNOTATION_UINT);
-        if let Some(v) = value {
-            arg(buf, IID_VALUE, u64::from(v), field::ANNOTATION_UINT);
+        if payload.len() > SHORT_PAYLOAD {
+            let ev = Instant {
+                need,
+                frame: m.frame,
+                id: m.id,
+                value,
+                payload,
+            };
+            return self.long_instant(names, slot, t, ev);
         }
-        if let Some(i) = loc_iid {
-            arg(buf, IID_SOURCE_LOC, i, field::ANNOTATION_STRING_IID);
-        }
-        if !payload.is_empty() {
-            let a = open(buf, field::EVENT_ANNOTATIONS);
-            uint(buf, field::ANNOTATION_NAME_IID, IID_PAYLOAD);
-            for v in payload {
-                let x = open(buf, field::ANNOTATION_ARRAY);
-                uint(buf, field::ANNOTATION_UINT, u64::from(*v));
-                close(buf, x);
+        self.event(names, slot, t, need, |s| {
+            let e = s.open(field::PACKET_TRACK_EVENT);
+            s.uint(field::EVENT_TYPE, TYPE_INSTANT);
+            s.uint(field::EVENT_NAME_IID, u64::from(m.frame) + 1);
+            s.uint(field::EVENT_CATEGORY_IIDS, 3);
+            let arg = |s: &mut Short, name: u64, v: u64, f: u32| {
+                let a = s.open(field::EVENT_ANNOTATIONS);
+                s.uint(field::ANNOTATION_NAME_IID, name);
+                s.uint(f, v);
+                s.close(a);
+            };
+            arg(s, IID_ID, u64::from(m.id), field::ANNOTATION_UINT);
+            if let Some(v) = value {
+                arg(s, IID_VALUE, u64::from(v), field::ANNOTATION_UINT);
             }
-            close(buf, a);
-        }
-        close(buf, e);
-        self.end_packet(p);
+            if let Some((i, _)) = loc {
+                arg(s, IID_SOURCE_LOC, i, field::ANNOTATION_STRING_IID);
+            }
+            if !payload.is_empty() {
+                let a = s.open(field::EVENT_ANNOTATIONS);
+                s.uint(field::ANNOTATION_NAME_IID, IID_PAYLOAD);
+                for v in payload {
+                    let x = s.open(field::ANNOTATION_ARRAY);
+                    s.uint(field::ANNOTATION_UINT, u64::from(*v));
+                    s.close(x);
+                }
+                s.close(a);
+            }
+            s.close(e);
+        });
     }
 
     fn wave_end(&mut self, slot: usize) {
@@ -529,7 +813,93 @@ impl<W: Write> Encoder for ProtoEncoder<W> {
 
 #[cfg(test)]
 mod tests {
-    use super::wire;
+    use super::{wire, ProtoEncoder, SHORT_PAYLOAD};
+    use crate::codeobj::MarkerClass;
+    use crate::engine::{Marker, Names, Wave};
+    use crate::perfetto::Encoder;
+    use sqtt_markers::{Entry, EntryKind};
+
+    fn varint(b: &[u8], i: &mut usize) -> u64 {
+        let mut v = 0;
+        let mut shift = 0;
+        loop {
+            let x = b[*i];
+            *i += 1;
+            v |= u64::from(x & 0x7F) << shift;
+            shift += 7;
+            if x < 0x80 {
+                return v;
+            }
+        }
+    }
+
+    /// The fields of a message: (field number, value or content).
+    fn fields(b: &[u8]) -> Vec<(u64, Result<u64, &[u8]>)> {
+        let mut i = 0;
+        let mut out = Vec::new();
+        while i < b.len() {
+            let k = varint(b, &mut i);
+            match k & 7 {
+                0 => out.push((k >> 3, Ok(varint(b, &mut i)))),
+                2 => {
+                    let n = varint(b, &mut i) as usize;
+                    out.push((k >> 3, Err(&b[i..i + n])));
+                    i += n;
+                }
+                t => panic!("wire type {t}"),
+            }
+        }
+        assert_eq!(i, b.len());
+        out
+    }
+
+    /// The largest event packets written in place (ten-byte time step, all arguments, the most
+    /// payload values) keep their one-byte lengths right, once with the interned data and once
+    /// without.
+    #[test]
+    fn largest_short_instant_decodes() {
+        let mut names = Names::default();
+        let frame = names.intern("point");
+        let entry = Entry {
+            kind: EntryKind::Point,
+            id: Some(u32::MAX >> 2),
+            name: "point".into(),
+            source_loc: Some("a.hip:1".into()),
+        };
+        let m = Marker {
+            id: u32::MAX >> 2,
+            class: MarkerClass::Point,
+            frame,
+            value: u32::MAX,
+            entry: Some(&entry),
+            arrival: 0,
+        };
+        let payload = [u32::MAX; SHORT_PAYLOAD];
+        let mut enc = ProtoEncoder::new(Vec::new(), None);
+        enc.thread(0, &Wave::default());
+        enc.instant(&names, 0, 0, &m, &payload);
+        enc.instant(&names, 0, u64::MAX, &m, &payload);
+        let out = enc.finish().unwrap();
+        let packets = fields(&out);
+        assert_eq!(packets.len(), 4);
+        for (n, (f, p)) in packets.iter().enumerate().skip(2) {
+            assert_eq!(*f, 1);
+            let p = fields(p.unwrap_err());
+            assert_eq!(p.iter().any(|(f, _)| *f == 12), n == 2, "interned data");
+            let step = if n == 2 { 0 } else { u64::MAX };
+            assert!(p.contains(&(8, Ok(step))));
+            let (_, te) = p.iter().find(|(f, _)| *f == 11).unwrap();
+            let te = fields(te.unwrap_err());
+            let args: Vec<_> = te.iter().filter(|(f, _)| *f == 4).collect();
+            assert_eq!(args.len(), 4);
+            let values = fields(args[3].1.unwrap_err());
+            let values: Vec<_> = values.iter().filter(|(f, _)| *f == 12).collect();
+            assert_eq!(values.len(), SHORT_PAYLOAD);
+            for (_, v) in values {
+                assert_eq!(fields(v.unwrap_err()), [(3, Ok(u64::from(u32::MAX)))]);
+            }
+        }
+    }
 
     #[test]
     fn varints_and_long_messages() {
