@@ -23,6 +23,7 @@ use sqtt_config::{MemBarrier, Settings};
 use sqtt_markers::encoding::fits_imm;
 
 use crate::compat::{self, sys, MarkerFence};
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use crate::llvm::{Block, Builder, Module, Value};
@@ -60,6 +61,9 @@ pub struct Emitter<'s> {
     pub module: Module,
     pub settings: &'s Settings,
     marker_md: u32,
+    /// The scope-checked record asms made so far, and what they write: a later marker of the
+    /// same run joins one ([`Emitter::marker`]).
+    checked: RefCell<HashMap<Value, Vec<Operand>>>,
 }
 
 impl<'s> Emitter<'s> {
@@ -68,6 +72,7 @@ impl<'s> Emitter<'s> {
             module,
             settings,
             marker_md: module.md_kind(MARKER_MD),
+            checked: RefCell::new(HashMap::new()),
         }
     }
 
@@ -273,21 +278,17 @@ impl<'s> Emitter<'s> {
         }
     }
 
-    /// The records of one marker behind the scope check, as one asm ([`checked_asm`]): `in_scope`
-    /// is the function's in-scope word (0 or 1, an SGPR input). The values the records need are
+    /// Records behind the scope check, as one asm ([`checked_asm`]): `in_scope` is the
+    /// function's in-scope word (0 or 1, an SGPR input). The values the records need are
     /// computed before it, by every wave; only the records are skipped.
     fn checked_records(
         &self,
         b: &Builder,
         target: &Target,
-        records: &[Record],
+        operands: Vec<Operand>,
         in_scope: Value,
     ) -> Value {
         let m = self.module;
-        let operands: Vec<Operand> = records
-            .iter()
-            .map(|r| self.operand(b, target, *r))
-            .collect();
         let (text, constraints) = checked_asm(target, &operands);
         let mut args = vec![in_scope];
         args.extend(operands.iter().filter_map(|o| match o {
@@ -303,7 +304,26 @@ impl<'s> Emitter<'s> {
         };
         let ty = m.fn_type(ret, &params);
         let asm = m.inline_asm(ty, &text, &constraints);
-        self.tag(b.call(ty, asm, &args))
+        let call = self.tag(b.call(ty, asm, &args));
+        self.checked.borrow_mut().insert(call, operands);
+        call
+    }
+
+    /// The scope-checked record asm a marker before `at` can join: the previous one in the
+    /// block, with only marker leftovers ([`crate::scope::is_marker_leftover`]) in between.
+    fn joinable(&self, at: Value) -> Option<Value> {
+        let checked = self.checked.borrow();
+        let mut cur = at.prev();
+        while let Some(i) = cur {
+            if checked.contains_key(&i) {
+                return Some(i);
+            }
+            if !crate::scope::is_marker_leftover(self.module, i) {
+                return None;
+            }
+            cur = i.prev();
+        }
+        None
     }
 
     /// The EXEC mask, low then high word, through M0 (`s_mov_b32 m0, exec_lo` ...). M0 is the
@@ -384,29 +404,51 @@ impl<'s> Emitter<'s> {
         self.settings.clock_packing() && target.supports_clock_packing()
     }
 
-    /// A whole marker: sched_barrier, boundary, the records, boundary, sched_barrier. With
-    /// `in_scope` (the function's in-scope word, [`crate::scope::ScopeChecks::in_scope_word`])
-    /// the records are one asm that checks it first and jumps past them in a wave out of scope:
-    /// the marker adds no basic block. The boundaries run in every wave.
+    /// A whole marker before `at` (`b` is positioned there): sched_barrier, boundary, the
+    /// records, boundary, sched_barrier. With `in_scope` (the function's in-scope word,
+    /// [`crate::scope::ScopeChecks::in_scope_word`]) the records are one asm that checks it first
+    /// and jumps past them in a wave out of scope, so the marker adds no basic block; the
+    /// boundaries run in every wave. A marker right after another one's checked records, with
+    /// only marker leftovers between, adds its records to that asm instead (one check and one
+    /// pair of boundaries for the run).
     pub fn marker(
         &self,
         b: &Builder,
+        at: Value,
         target: &Target,
         records: &[Record],
         in_scope: Option<Value>,
     ) {
+        let Some(word) = in_scope else {
+            self.sched_barrier(b);
+            self.boundary(b, target);
+            for r in records {
+                self.record(b, target, *r);
+            }
+            self.boundary(b, target);
+            self.sched_barrier(b);
+            return;
+        };
+        if let Some(prev) = self.joinable(at) {
+            let m = self.module;
+            let pb = m.builder();
+            pb.position_before(prev);
+            pb.set_debug_loc(prev.debug_loc());
+            let mut operands = self.checked.borrow_mut().remove(&prev).unwrap_or_default();
+            operands.extend(records.iter().map(|r| self.operand(&pb, target, *r)));
+            self.checked_records(&pb, target, operands, word);
+            // SAFETY: nothing uses this handle (or a name borrowed from it) after this; its
+            // M0 result has no uses.
+            unsafe { prev.erase() };
+            return;
+        }
         self.sched_barrier(b);
         self.boundary(b, target);
-        match in_scope {
-            Some(word) => {
-                self.checked_records(b, target, records, word);
-            }
-            None => {
-                for r in records {
-                    self.record(b, target, *r);
-                }
-            }
-        }
+        let operands = records
+            .iter()
+            .map(|r| self.operand(b, target, *r))
+            .collect();
+        self.checked_records(b, target, operands, word);
         self.boundary(b, target);
         self.sched_barrier(b);
     }

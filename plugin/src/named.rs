@@ -404,10 +404,11 @@ pub fn place_marker(
         _ => at.inst().debug_loc(),
     };
     let in_scope = scopes.in_scope_word(m, f, target);
+    let at = at.inst();
     let b = m.builder();
-    b.position_before(at.inst());
+    b.position_before(at);
     b.set_debug_loc(loc);
-    emitter.marker(&b, target, records, in_scope);
+    emitter.marker(&b, at, target, records, in_scope);
 }
 
 thread_local! {
