@@ -23,6 +23,7 @@ use sqtt_config::{MemBarrier, Settings};
 use sqtt_markers::encoding::fits_imm;
 
 use crate::compat::{self, sys, MarkerFence};
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use crate::llvm::{Block, Builder, Module, Value};
@@ -60,6 +61,9 @@ pub struct Emitter<'s> {
     pub module: Module,
     pub settings: &'s Settings,
     marker_md: u32,
+    /// The scope-checked record asms made so far, and what they write: a later marker of the
+    /// same run joins one ([`Emitter::marker`]).
+    checked: RefCell<HashMap<Value, Vec<Operand>>>,
 }
 
 impl<'s> Emitter<'s> {
@@ -68,6 +72,7 @@ impl<'s> Emitter<'s> {
             module,
             settings,
             marker_md: module.md_kind(MARKER_MD),
+            checked: RefCell::new(HashMap::new()),
         }
     }
 
@@ -227,29 +232,38 @@ impl<'s> Emitter<'s> {
     /// One `s_ttracedata` / `s_ttracedata_imm` record.
     pub fn record(&self, b: &Builder, target: &Target, rec: Record) -> Value {
         let m = self.module;
+        match self.operand(b, target, rec) {
+            Operand::Imm(v) => match compat::TTRACEDATA_IMM_INTRINSIC {
+                Some(name) => {
+                    let ty = m.fn_type(m.void(), &[m.i16()]);
+                    let f = m.declare(name, ty);
+                    let imm = crate::llvm::const_int(m.i16(), u64::from(v));
+                    self.tag(b.call(ty, f, &[imm]))
+                }
+                None => {
+                    let ty = m.fn_type(m.void(), &[]);
+                    let asm = m.inline_asm(ty, &format!("s_ttracedata_imm 0x{v:x}"), "");
+                    self.tag(b.call(ty, asm, &[]))
+                }
+            },
+            Operand::M0(value) => self.m0_record(b, target, value),
+        }
+    }
+
+    /// What a record writes: an `s_ttracedata_imm` immediate, or the value M0 carries (a
+    /// constant, or a wave-uniform value built here before the record).
+    fn operand(&self, b: &Builder, target: &Target, rec: Record) -> Operand {
+        let m = self.module;
         match rec {
             Record::Const(v) if self.packing(target) => {
-                let packed = self.packed_header(b, target, v);
-                self.m0_record(b, target, packed)
+                Operand::M0(self.packed_header(b, target, v))
             }
             Record::Const(v) | Record::UserValue(v)
                 if fits_imm(v) && target.has_ttracedata_imm() && !self.packing(target) =>
             {
-                match compat::TTRACEDATA_IMM_INTRINSIC {
-                    Some(name) => {
-                        let ty = m.fn_type(m.void(), &[m.i16()]);
-                        let f = m.declare(name, ty);
-                        let imm = crate::llvm::const_int(m.i16(), u64::from(v));
-                        self.tag(b.call(ty, f, &[imm]))
-                    }
-                    None => {
-                        let ty = m.fn_type(m.void(), &[]);
-                        let asm = m.inline_asm(ty, &format!("s_ttracedata_imm 0x{v:x}"), "");
-                        self.tag(b.call(ty, asm, &[]))
-                    }
-                }
+                Operand::Imm(v)
             }
-            Record::Const(v) | Record::UserValue(v) => self.m0_record(b, target, m.const_i32(v)),
+            Record::Const(v) | Record::UserValue(v) => Operand::M0(m.const_i32(v)),
             Record::Dynamic(v) => {
                 let i32t = m.i32();
                 let v = if v.type_of() == i32t {
@@ -259,10 +273,57 @@ impl<'s> Emitter<'s> {
                 };
                 let rfl_ty = m.fn_type(i32t, &[i32t]);
                 let rfl = m.declare(crate::compat::READFIRSTLANE_I32, rfl_ty);
-                let uniform = b.call(rfl_ty, rfl, &[v]);
-                self.m0_record(b, target, uniform)
+                Operand::M0(b.call(rfl_ty, rfl, &[v]))
             }
         }
+    }
+
+    /// Records behind the scope check, as one asm ([`checked_asm`]): `in_scope` is the
+    /// function's in-scope word (0 or 1, an SGPR input). The values the records need are
+    /// computed before it, by every wave; only the records are skipped.
+    fn checked_records(
+        &self,
+        b: &Builder,
+        target: &Target,
+        operands: Vec<Operand>,
+        in_scope: Value,
+    ) -> Value {
+        let m = self.module;
+        let (text, constraints) = checked_asm(target, &operands);
+        let mut args = vec![in_scope];
+        args.extend(operands.iter().filter_map(|o| match o {
+            Operand::M0(v) => Some(*v),
+            Operand::Imm(_) => None,
+        }));
+        let i32t = m.i32();
+        let params = vec![i32t; args.len()];
+        let ret = if constraints.starts_with("={m0}") {
+            i32t
+        } else {
+            m.void()
+        };
+        let ty = m.fn_type(ret, &params);
+        let asm = m.inline_asm(ty, &text, &constraints);
+        let call = self.tag(b.call(ty, asm, &args));
+        self.checked.borrow_mut().insert(call, operands);
+        call
+    }
+
+    /// The scope-checked record asm a marker before `at` can join: the previous one in the
+    /// block, with only marker leftovers ([`crate::scope::is_marker_leftover`]) in between.
+    fn joinable(&self, at: Value) -> Option<Value> {
+        let checked = self.checked.borrow();
+        let mut cur = at.prev();
+        while let Some(i) = cur {
+            if checked.contains_key(&i) {
+                return Some(i);
+            }
+            if !crate::scope::is_marker_leftover(self.module, i) {
+                return None;
+            }
+            cur = i.prev();
+        }
+        None
     }
 
     /// The EXEC mask, low then high word, through M0 (`s_mov_b32 m0, exec_lo` ...). M0 is the
@@ -343,21 +404,115 @@ impl<'s> Emitter<'s> {
         self.settings.clock_packing() && target.supports_clock_packing()
     }
 
-    /// A whole marker: boundaries, then the records, then boundaries. `guarded` markers sit in a
-    /// scope-check block, whose branch already orders them, so they get no sched_barrier.
-    pub fn marker(&self, b: &Builder, target: &Target, records: &[Record], guarded: bool) {
-        if !guarded {
+    /// A whole marker before `at` (`b` is positioned there): sched_barrier, boundary, the
+    /// records, boundary, sched_barrier. With `in_scope` (the function's in-scope word,
+    /// [`crate::scope::ScopeChecks::in_scope_word`]) the records are one asm that checks it first
+    /// and jumps past them in a wave out of scope, so the marker adds no basic block; the
+    /// boundaries run in every wave. A marker right after another one's checked records, with
+    /// only marker leftovers between, adds its records to that asm instead (one check and one
+    /// pair of boundaries for the run).
+    pub fn marker(
+        &self,
+        b: &Builder,
+        at: Value,
+        target: &Target,
+        records: &[Record],
+        in_scope: Option<Value>,
+    ) {
+        let Some(word) = in_scope else {
             self.sched_barrier(b);
-        }
-        self.boundary(b, target);
-        for r in records {
-            self.record(b, target, *r);
-        }
-        self.boundary(b, target);
-        if !guarded {
+            self.boundary(b, target);
+            for r in records {
+                self.record(b, target, *r);
+            }
+            self.boundary(b, target);
             self.sched_barrier(b);
+            return;
+        };
+        if let Some(prev) = self.joinable(at) {
+            let m = self.module;
+            let pb = m.builder();
+            pb.position_before(prev);
+            pb.set_debug_loc(prev.debug_loc());
+            let mut operands = self.checked.borrow_mut().remove(&prev).unwrap_or_default();
+            operands.extend(records.iter().map(|r| self.operand(&pb, target, *r)));
+            self.checked_records(&pb, target, operands, word);
+            // SAFETY: nothing uses this handle (or a name borrowed from it) after this; its
+            // M0 result has no uses.
+            unsafe { prev.erase() };
+            return;
+        }
+        self.sched_barrier(b);
+        self.boundary(b, target);
+        let operands = records
+            .iter()
+            .map(|r| self.operand(b, target, *r))
+            .collect();
+        self.checked_records(b, target, operands, word);
+        self.boundary(b, target);
+        self.sched_barrier(b);
+    }
+}
+
+/// What one record writes.
+#[derive(Clone, Copy)]
+enum Operand {
+    /// `s_ttracedata_imm` with this value.
+    Imm(u32),
+    /// `s_mov_b32 m0, <value>` / `s_nop N` / `s_ttracedata`.
+    M0(Value),
+}
+
+/// The label a scope check jumps to: local (`.L`), made unique per asm statement by LLVM's
+/// `${:uid}` operand modifier, so that copies of the asm (tail duplication) get labels of their
+/// own.
+pub const SCOPE_SKIP_LABEL: &str = ".Lsqtt_skip${:uid}";
+
+/// Asm text and constraints of a marker's records behind the scope check:
+///
+/// ```text
+///   s_cmp_eq_u32 $k, 0                  ; $k: the in-scope word
+///   s_cbranch_scc1 .Lsqtt_skip${:uid}
+///   s_mov_b32 m0, $j / s_nop N / s_ttracedata    or    s_ttracedata_imm 0x..
+///   ...
+/// .Lsqtt_skip${:uid}:
+/// ```
+///
+/// M0 is the output when a record writes it (`={m0}`), SCC is clobbered; the inputs are the
+/// word (`s`), then each M0 value, an immediate (`i`) or an SGPR (`s`).
+fn checked_asm(target: &Target, operands: &[Operand]) -> (String, String) {
+    let writes_m0 = operands.iter().any(|o| matches!(o, Operand::M0(_)));
+    let first = usize::from(writes_m0);
+    let mut constraints: Vec<&str> = Vec::new();
+    if writes_m0 {
+        constraints.push("={m0}");
+    }
+    constraints.push("s");
+    let nop = target.m0_trace_nop();
+    let mut lines = vec![
+        format!("s_cmp_eq_u32 ${first}, 0"),
+        format!("s_cbranch_scc1 {SCOPE_SKIP_LABEL}"),
+    ];
+    let mut next = first + 1;
+    for o in operands {
+        match o {
+            Operand::Imm(v) => lines.push(format!("s_ttracedata_imm 0x{v:x}")),
+            Operand::M0(v) => {
+                constraints.push(if v.const_int_value().is_some() {
+                    "i"
+                } else {
+                    "s"
+                });
+                lines.push(format!("s_mov_b32 m0, ${next}"));
+                lines.push(format!("s_nop {nop}"));
+                lines.push("s_ttracedata".to_string());
+                next += 1;
+            }
         }
     }
+    constraints.push("~{scc}");
+    let text = format!("{}\n{SCOPE_SKIP_LABEL}:", lines.join("\n\t"));
+    (text, constraints.join(","))
 }
 
 /// Whether an instruction may issue an LDS operation, the only memory the marker fence orders

@@ -114,40 +114,6 @@ pub fn is_transparent_pub(i: Value) -> bool {
     is_transparent(i)
 }
 
-/// The next instruction after `i` that is not transparent.
-pub fn next_real_instruction(i: Value) -> Option<Value> {
-    let mut cur = i.next();
-    while let Some(n) = cur {
-        if is_real(n) {
-            return Some(n);
-        }
-        cur = n.next();
-    }
-    None
-}
-
-/// Not transparent, or a call other than a debug intrinsic.
-fn is_real(i: Value) -> bool {
-    !is_transparent(i) || i.is_call() && !is_debug_call(i)
-}
-
-fn is_debug_call(i: Value) -> bool {
-    i.called_function()
-        .map(|f| f.name_ref().starts_with("llvm.dbg."))
-        .unwrap_or(false)
-}
-
-/// A workgroup synchronisation: `s_barrier` and friends, or a workgroup-or-wider fence.
-pub fn is_workgroup_sync(i: Value) -> bool {
-    if is_barrier_intrinsic(i).is_some() {
-        return true;
-    }
-    if i.is_fence() {
-        return i.is_workgroup_fence();
-    }
-    false
-}
-
 /// The barrier intrinsics the pass knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BarrierOp {
@@ -418,20 +384,11 @@ impl At {
                 .expect("an instruction followed by its block's terminator"),
         }
     }
-
-    /// The first real instruction that will follow the marker.
-    fn following(self) -> Option<Value> {
-        match self {
-            At::Replacing(v) | At::After(v) => next_real_instruction(v),
-            At::Before(v) if is_real(v) => Some(v),
-            At::Before(v) => next_real_instruction(v),
-        }
-    }
 }
 
-/// Emits a marker at `at`, behind the function's scope check when filtering is on. A marker
-/// right before a workgroup sync gets one sched_barrier at the head of the skip block so that the
-/// sync stays the first instruction after it.
+/// Emits a marker at `at`, behind the function's scope check when filtering is on (in the
+/// marker's own asm, [`Emitter::marker`]). Its sched_barriers keep it in place, also right
+/// before a workgroup sync.
 pub fn place_marker(
     m: Module,
     emitter: &Emitter,
@@ -441,32 +398,17 @@ pub fn place_marker(
     at: At,
     records: &[Record],
 ) {
-    let sync_follows = at.following().is_some_and(is_workgroup_sync);
     // A marker after an instruction is attributed to it (the memory operation it times).
     let loc = match at {
         At::After(v) => v.debug_loc(),
         _ => at.inst().debug_loc(),
     };
+    let in_scope = scopes.in_scope_word(m, f, target);
     let at = at.inst();
-    match scopes.in_scope(m, f, target) {
-        Some(in_scope) => {
-            let (b, _) = scopes.guard(m, at, in_scope);
-            b.set_debug_loc(loc);
-            emitter.marker(&b, target, records, true);
-            if sync_follows {
-                let pin = m.builder();
-                pin.position_before(at);
-                pin.set_debug_loc(loc);
-                emitter.sched_barrier(&pin);
-            }
-        }
-        None => {
-            let b = m.builder();
-            b.position_before(at);
-            b.set_debug_loc(loc);
-            emitter.marker(&b, target, records, false);
-        }
-    }
+    let b = m.builder();
+    b.position_before(at);
+    b.set_debug_loc(loc);
+    emitter.marker(&b, at, target, records, in_scope);
 }
 
 thread_local! {

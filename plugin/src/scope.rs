@@ -1,17 +1,19 @@
 //! Scope filtering: one check per function, computed in the entry block from the hardware ID
-//! registers, and a branch around every run of consecutive markers.
+//! registers, and a check at every marker.
 //!
 //! ```text
-//!   entry:       %sqtt.in_scope = ((cu_mask >> cu) & (simd_mask >> simd) & ...) & 1
-//!   ...          br i1 %sqtt.in_scope, label %sqtt.trace, label %sqtt.skip
-//!   sqtt.trace:  <marker>; <marker>; ...; br label %sqtt.skip
-//!   sqtt.skip:   <the instruction the markers were placed before> ...
+//!   entry:  %sqtt.in_scope = ((cu_mask >> cu) & (simd_mask >> simd) & ...) & 1    (an i32)
+//!   ...     asm "s_cmp_eq_u32 $1, 0; s_cbranch_scc1 .Lsqtt_skipN; <records>; .Lsqtt_skipN:"
 //! ```
 //!
-//! A marker placed where only what markers leave behind (sentinel calls about to be replaced,
-//! debug and lifetime intrinsics, the plugin's own instructions) separates it from the previous
-//! check's `sqtt.skip` head joins that check's block: one branch for the run, as upstream's pass
-//! coalesces adjacent markers, instead of one each.
+//! A marker checks the value inside its own inline asm ([`crate::emit::Emitter::marker`]), so
+//! markers add no basic blocks: every block is one more SelectionDAG and more work for the
+//! divergence analyses, and the branch around each run of markers in the CFG made the scope
+//! filter cost a tenth of the compile time of a large file. A marker placed where only what
+//! markers leave behind ([`is_marker_leftover`]) separates it from the previous marker's checked
+//! records joins that asm: one check for the run, as upstream's pass coalesces adjacent markers. Address traces
+//! ([`crate::address`]), whose lane loops are CFG, keep a branch around their region
+//! ([`guard_before`]) on the `i1` form of the value.
 
 use std::collections::HashMap;
 
@@ -21,49 +23,25 @@ use sqtt_markers::sentinel;
 
 use crate::compat;
 use crate::emit::HEADER_M0_TRACE_ASM;
-use crate::llvm::{insert_block_after, Block, Builder, Module, Value};
+use crate::llvm::{insert_block_after, Builder, Module, Value};
 use crate::target::{HwRegField, Target};
 
-/// The per-function cached scope-check values, and the check blocks made so far.
+/// The per-function cached scope-check values.
 pub struct ScopeChecks {
     scope: Scope,
-    cache: HashMap<Value, Option<Value>>,
-    /// `sqtt.skip` block -> its `sqtt.trace` block, for markers that can join the check.
-    traces: HashMap<Block, Block>,
+    /// function -> its `i32` in-scope word (0 or 1), if it filters.
+    words: HashMap<Value, Option<Value>>,
+    /// function -> its `i1` in-scope value, made from the word when a branch needs it.
+    conds: HashMap<Value, Value>,
 }
 
 impl ScopeChecks {
     pub fn new(scope: Scope) -> ScopeChecks {
         ScopeChecks {
             scope,
-            cache: HashMap::new(),
-            traces: HashMap::new(),
+            words: HashMap::new(),
+            conds: HashMap::new(),
         }
-    }
-
-    /// A builder for a marker before `at`, entered only when `in_scope` holds: at the end of
-    /// the previous check's `sqtt.trace` block when only marker leftovers stand between that
-    /// check and `at` ([`is_marker_leftover`]), else in a new check ([`guard_before`]).
-    /// Returns the builder and whether it joined an existing check.
-    pub fn guard(&mut self, m: Module, at: Value, in_scope: Value) -> (Builder, bool) {
-        let block = at.parent_block();
-        if let Some(trace) = self.traces.get(&block).copied() {
-            let mut cur = block.instructions().into_iter();
-            let clear = cur
-                .by_ref()
-                .take_while(|i| *i != at)
-                .all(|i| is_marker_leftover(m, i));
-            if clear {
-                if let Some(br) = trace.terminator().filter(|br| br.successor(0) == block) {
-                    let b = m.builder();
-                    b.position_before(br);
-                    return (b, true);
-                }
-            }
-        }
-        let (b, _) = guard_before(m, at, in_scope);
-        self.traces.insert(at.parent_block(), b.insertion_block());
-        (b, false)
     }
 
     /// The fields a target filters on with these masks.
@@ -80,14 +58,31 @@ impl ScopeChecks {
         .collect()
     }
 
-    /// The function's in-scope value, if [`ScopeChecks::in_scope`] built one.
+    /// The function's `i1` in-scope value, if [`ScopeChecks::in_scope`] built one (the
+    /// condition of the branches around address traces).
     pub fn cached(&self, function: Value) -> Option<Value> {
-        self.cache.get(&function).copied().flatten()
+        self.conds.get(&function).copied()
     }
 
-    /// The function's `i1` in-scope value, built once at the top of its entry block.
+    /// The function's `i1` in-scope value, right after its word ([`ScopeChecks::in_scope_word`]).
     pub fn in_scope(&mut self, m: Module, function: Value, target: &Target) -> Option<Value> {
-        if let Some(v) = self.cache.get(&function) {
+        if let Some(c) = self.conds.get(&function) {
+            return Some(*c);
+        }
+        let word = self.in_scope_word(m, function, target)?;
+        let b = m.builder();
+        b.position_before(word.next()?);
+        b.set_debug_loc(None);
+        let c = b.icmp_ne(word, m.const_i32(0));
+        self.conds.insert(function, c);
+        Some(c)
+    }
+
+    /// The function's in-scope word, an `i32` that is 1 when the wave's hardware IDs pass the
+    /// filter and 0 else, built once at the top of its entry block; `None` when nothing is
+    /// filtered on this target.
+    pub fn in_scope_word(&mut self, m: Module, function: Value, target: &Target) -> Option<Value> {
+        if let Some(v) = self.words.get(&function) {
             return *v;
         }
         let fields = self.active_fields(target);
@@ -111,10 +106,9 @@ impl ScopeChecks {
                     Some(a) => b.and(a, bit),
                 });
             }
-            let one = b.and(acc?, m.const_i32(1));
-            Some(b.icmp_ne(one, m.const_i32(0)))
+            Some(b.and(acc?, m.const_i32(1)))
         };
-        self.cache.insert(function, v);
+        self.words.insert(function, v);
         v
     }
 }

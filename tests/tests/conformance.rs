@@ -248,14 +248,16 @@ fn cases() -> Vec<Case> {
             ],
         },
         Case {
-            name: "scope filtering on by default (CU 0x3): one s_getreg, no sched_barrier",
+            name: "scope filtering on by default (CU 0x3): one s_getreg, each marker checks it in its asm",
             source: ONE_SCOPE,
             env: &[],
             arches: &["gfx90a", "gfx1100"],
             opts: &["-O0", "-O3"],
             expect: &[
                 Expect::Count("_Z1kPi", "s_getreg_b32 s*, hwreg(HW_REG_HW_ID*", 1),
-                Expect::Count("_Z1kPi", "sched_barrier", 0),
+                Expect::Count("_Z1kPi", "s_cmp_eq_u32 s*, 0", 2),
+                Expect::Count("_Z1kPi", "s_cbranch_scc1 .Lsqtt_skip*", 2),
+                Expect::Count("_Z1kPi", "sched_barrier", 4),
             ],
         },
         Case {

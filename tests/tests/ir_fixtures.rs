@@ -216,9 +216,10 @@ fn named_markers_filtered() {
     c.finish();
 }
 
-/// What may sit between the pinned `sched_barrier` and the barrier in the listing: scalar ALU
-/// work (branch conditions) and the barrier's own counter waits. Returns `Ok` when the barrier
-/// instruction `bar` follows with only those in between.
+/// What may sit between the pinned `sched_barrier` (the last one before the barrier: each
+/// marker has one on either side) and the barrier in the listing: scalar ALU work and the
+/// barrier's own counter waits. Returns `Ok` when the barrier instruction `bar` follows the last
+/// sched_barrier with only those in between.
 fn between_sched_barrier_and(asm: &str, bar: &str) -> Result<(), String> {
     const ALLOWED: [&str; 8] = [
         "s_and",
@@ -231,10 +232,12 @@ fn between_sched_barrier_and(asm: &str, bar: &str) -> Result<(), String> {
         "s_wait",
     ];
     let mut on = false;
+    let mut bad: Option<String> = None;
     for line in asm.lines() {
         let t = line.trim();
         if t.starts_with("; sched_barrier mask(0x00000000)") {
             on = true;
+            bad = None;
             continue;
         }
         if !on || t.is_empty() || t.starts_with(';') {
@@ -242,11 +245,14 @@ fn between_sched_barrier_and(asm: &str, bar: &str) -> Result<(), String> {
         }
         let code = t.split(';').next().unwrap().trim();
         if code == bar {
-            return Ok(());
+            return match bad {
+                None => Ok(()),
+                Some(b) => Err(format!("`{b}` between the sched_barrier and `{bar}`")),
+            };
         }
         let op = code.split_whitespace().next().unwrap_or("");
-        if !ALLOWED.iter().any(|p| op.starts_with(p)) {
-            return Err(format!("`{code}` between the sched_barrier and `{bar}`"));
+        if bad.is_none() && !ALLOWED.iter().any(|p| op.starts_with(p)) {
+            bad = Some(code.to_string());
         }
     }
     Err(if on {

@@ -2,6 +2,9 @@
 //! filter on and the default `SQTT_MEM_BARRIER=fence`:
 //! - a run of consecutive markers shares one scope check: one conditional branch, and no branch
 //!   or wait between its records;
+//! - the check is inside the markers' asm (`s_cmp_eq_u32 sN, 0` / `s_cbranch_scc1` straight to
+//!   the instruction after the run's records), so the kernel has exactly the basic blocks it has
+//!   without the plugin;
 //! - the fence's LDS wait appears only where an LDS operation may be in flight, and there it
 //!   still comes between that operation and the marker (the ordering the fence is for);
 //! - so against the same kernel built without the plugin, the markers add one branch per check
@@ -44,10 +47,30 @@ fn compiled_kernel(
     arch: &str,
     env: Option<&[(&str, &str)]>,
 ) -> Vec<String> {
-    let dir = workdir();
-    let src = dir.path().join("k.hip");
+    let mut out: Vec<String> = kernel_disassembly(source, symbol, arch, env)
+        .iter()
+        .flat_map(|l| objdump_instructions(l))
+        .collect();
+    // The alignment padding after s_endpgm.
+    while out
+        .last()
+        .is_some_and(|i| i == "s_nop 0" || i == "s_code_end")
+    {
+        out.pop();
+    }
+    assert!(!out.is_empty(), "{symbol} has no instructions");
+    out
+}
+
+/// The hipcc -O3 command for `source` in `dir` ([`compiled_kernel`]'s settings).
+fn kernel_command(
+    dir: &std::path::Path,
+    source: &str,
+    arch: &str,
+    env: Option<&[(&str, &str)]>,
+) -> std::process::Command {
+    let src = dir.join("k.hip");
     std::fs::write(&src, source).unwrap();
-    let co = dir.path().join(format!("k-{arch}.o"));
     let mut c = if env.is_some() {
         hipcc_with_plugin(arch)
     } else {
@@ -55,16 +78,28 @@ fn compiled_kernel(
         c.arg(format!("-I{}", markers_include().display()));
         c
     };
-    c.args(["-O3", "--cuda-device-only", "-c", "--no-gpu-bundle-output"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&co);
+    c.args(["-O3", "--cuda-device-only", "--no-gpu-bundle-output"])
+        .arg(&src);
     for (k, v) in env.unwrap_or_default() {
         c.env(k, v);
     }
+    c
+}
+
+/// The llvm-objdump lines of kernel `symbol` (addresses and branch targets included), from its
+/// label to the next one.
+fn kernel_disassembly(
+    source: &str,
+    symbol: &str,
+    arch: &str,
+    env: Option<&[(&str, &str)]>,
+) -> Vec<String> {
+    let dir = workdir();
+    let co = dir.path().join(format!("k-{arch}.o"));
+    let mut c = kernel_command(dir.path(), source, arch, env);
+    c.arg("-c").arg("-o").arg(&co);
     run_ok(&mut c);
     let dis = disassemble(&co, toolchain_arch(arch));
-    // Only the kernel's own instructions: from its label to the next one.
     let mut inside = false;
     let mut out = Vec::new();
     for line in dis.lines() {
@@ -73,19 +108,40 @@ fn compiled_kernel(
             inside = t.contains(&format!("<{symbol}>"));
             continue;
         }
-        if inside {
-            out.extend(objdump_instructions(line));
+        if inside && !objdump_instructions(line).is_empty() {
+            out.push(line.to_string());
         }
-    }
-    // The alignment padding after s_endpgm.
-    while out
-        .last()
-        .is_some_and(|i| i == "s_nop 0" || i == "s_code_end")
-    {
-        out.pop();
     }
     assert!(!out.is_empty(), "{symbol} not found in:\n{dis}");
     out
+}
+
+/// The basic blocks of the assembly listing of `source` (one kernel): its `.LBB` labels and
+/// `; %bb.` comments.
+fn listing_blocks(source: &str, arch: &str, env: Option<&[(&str, &str)]>) -> usize {
+    let dir = workdir();
+    let s = dir.path().join(format!("k-{arch}.s"));
+    let mut c = kernel_command(dir.path(), source, arch, env);
+    c.arg("-S").arg("-o").arg(&s);
+    run_ok(&mut c);
+    let listing = std::fs::read_to_string(&s).unwrap();
+    listing
+        .lines()
+        .filter(|l| l.starts_with(".LBB") || l.starts_with("; %bb."))
+        .count()
+}
+
+/// An objdump line's address, and its branch target if it has one (`<sym+0x48>`), as offsets.
+fn address_and_target(line: &str) -> (u64, Option<u64>) {
+    let hex = |t: &str| u64::from_str_radix(t, 16).unwrap_or_else(|e| panic!("{t}: {e}"));
+    let comment = line.split("//").nth(1).expect("an address comment");
+    let addr = hex(comment.trim().split(':').next().unwrap().trim());
+    let target = comment
+        .split("+0x")
+        .nth(1)
+        .map(|t| t.trim_end_matches(|c: char| c == '>' || c.is_whitespace()));
+    // The target is relative to the symbol; the address is absolute: the caller aligns them.
+    (addr, target.map(hex))
 }
 
 fn is_record(i: &str) -> bool {
@@ -145,6 +201,69 @@ fn a_run_of_markers_shares_one_scope_check() {
             "{arch}:\n{}",
             isa.join("\n")
         );
+    }
+}
+
+/// The scope check lives in the records' asm: no basic block more than without the plugin (the
+/// CFG form added two per run of markers), and each record follows its run's
+/// `s_cmp_eq_u32 sN, 0` / `s_cbranch_scc1`, whose target is the instruction right after the
+/// run's last record.
+#[test]
+fn the_scope_check_adds_no_basic_block() {
+    for arch in arches() {
+        let scope = [("SQTT_SCOPE_CU", "0x1"), ("SQTT_SCOPE_SIMD", "0x1")];
+        assert_eq!(
+            listing_blocks(KERNEL, arch, Some(&scope)),
+            listing_blocks(KERNEL, arch, None),
+            "{arch}: basic blocks with the plugin, without"
+        );
+        let lines = kernel_disassembly(KERNEL, SYMBOL, arch, Some(&scope));
+        let insts: Vec<String> = lines
+            .iter()
+            .map(|l| objdump_instructions(l).remove(0))
+            .collect();
+        let base = address_and_target(&lines[0]).0;
+        let mut runs = 0;
+        let mut i = 0;
+        while i < insts.len() {
+            if !is_record(&insts[i]) {
+                i += 1;
+                continue;
+            }
+            // The run: records and their M0 writes and nops, up to the next other instruction.
+            let start = i;
+            let mut end = i;
+            while end < insts.len()
+                && (is_record(&insts[end])
+                    || insts[end].starts_with("s_mov_b32 m0,")
+                    || insts[end].starts_with("s_nop"))
+            {
+                end += 1;
+            }
+            let first = insts[..start]
+                .iter()
+                .rposition(|x| !x.starts_with("s_mov_b32 m0,") && !x.starts_with("s_nop"))
+                .unwrap();
+            let listing = insts.join("\n");
+            assert!(
+                first >= 1
+                    && insts[first].starts_with("s_cbranch_scc1")
+                    && insts[first - 1].starts_with("s_cmp_eq_u32 s")
+                    && insts[first - 1].ends_with(", 0"),
+                "{arch}: the run at {start} is not behind its check:\n{listing}"
+            );
+            let target = address_and_target(&lines[first])
+                .1
+                .expect("a branch target");
+            let after = address_and_target(&lines[end]).0 - base;
+            assert_eq!(
+                target, after,
+                "{arch}: the check of the run at {start} does not jump past it:\n{listing}"
+            );
+            runs += 1;
+            i = end;
+        }
+        assert_eq!(runs, 3, "{arch}:\n{}", insts.join("\n"));
     }
 }
 

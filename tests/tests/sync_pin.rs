@@ -1,8 +1,9 @@
-//! The sync pin of numeric markers (issue 12, item 2): under a scope check, a marker directly
-//! before a workgroup sync gets one `sched_barrier` at the head of the skip block, so that the
-//! sync stays the first instruction after the marker; a marker with other work before the sync
-//! gets none. Numeric markers (markers.hpp's `sched_barrier` / `asm "{m0}"` / `sched_barrier`)
-//! used to look one instruction too far.
+//! The sync pin of numeric markers (issue 12, item 2): under the scope filter, a marker directly
+//! before a workgroup sync ends with a `sched_barrier` right before it, so that the sync stays
+//! the first instruction after the marker; a marker with other work before the sync is pinned
+//! before that work. Numeric markers (markers.hpp's `sched_barrier` / `asm "{m0}"` /
+//! `sched_barrier`) used to look one instruction too far. The scope check is in the record's
+//! asm (no `sqtt.trace` block), so the marker is pinned on both sides as without the filter.
 
 use sqtt_e2e::toolchain::*;
 
@@ -35,27 +36,45 @@ fn pins(ir: &str) -> Vec<String> {
         .collect()
 }
 
-/// Default settings: the CU scope filter is on, so markers sit in `sqtt.trace` blocks.
+/// Default settings: the CU scope filter is on, so the record checks the scope in its asm.
 fn run(after: &str) -> String {
     let ir = opt_sqtt_ok(&kernel(after), &[]);
-    assert!(ir.contains("sqtt.skip"), "no scope check:\n{ir}");
     assert!(
-        ir.contains("\"={m0},i\"(i32 300)"),
+        ir.contains("s_cbranch_scc1 .Lsqtt_skip${:uid}") && !ir.contains("sqtt.skip"),
+        "no scope check in the record's asm:\n{ir}"
+    );
+    assert!(
+        ir.contains("\"={m0},s,i,~{scc}\"(i32 %") && ir.contains(", i32 300)"),
         "the numeric marker was not replaced:\n{ir}"
     );
     ir
 }
 
-#[test]
-fn numeric_marker_directly_before_s_barrier_is_pinned() {
-    let ir = run("  call void @llvm.amdgcn.s.barrier()");
-    assert_eq!(pins(&ir), ["call void @llvm.amdgcn.s.barrier()"], "{ir}");
+/// What follows the marker's last pin.
+fn last_pin(ir: &str) -> String {
+    let p = pins(ir);
+    assert_eq!(
+        p.len(),
+        2,
+        "not one pin on either side of the marker:\n{ir}"
+    );
+    p[1].clone()
 }
 
 #[test]
-fn numeric_marker_with_a_store_before_the_barrier_is_not_pinned() {
+fn numeric_marker_directly_before_s_barrier_is_pinned() {
+    let ir = run("  call void @llvm.amdgcn.s.barrier()");
+    assert_eq!(last_pin(&ir), "call void @llvm.amdgcn.s.barrier()", "{ir}");
+}
+
+#[test]
+fn numeric_marker_with_a_store_before_the_barrier_is_pinned_before_the_store() {
     let ir = run("  store i32 2, ptr addrspace(1) %p\n  call void @llvm.amdgcn.s.barrier()");
-    assert_eq!(pins(&ir), Vec::<String>::new(), "{ir}");
+    assert_eq!(
+        last_pin(&ir),
+        "store i32 2, ptr addrspace(1) %p, align 4",
+        "{ir}"
+    );
 }
 
 #[test]
@@ -66,8 +85,8 @@ fn numeric_marker_before_syncthreads_is_pinned_to_its_fence() {
         "  fence syncscope(\"workgroup\") acquire"
     ));
     assert_eq!(
-        pins(&ir),
-        ["fence syncscope(\"workgroup\") release"],
+        last_pin(&ir),
+        "fence syncscope(\"workgroup\") release",
         "{ir}"
     );
 }
