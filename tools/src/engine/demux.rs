@@ -385,6 +385,12 @@ impl Packed {
     }
 }
 
+/// What [`DecodedMarker::legacy_value`] gives.
+#[inline]
+fn legacy_value(m: &DecodedMarker) -> u32 {
+    (m.id << 2) | u32::from(m.exit_prev) * EXIT_PREV | u32::from(m.enter) * ENTER
+}
+
 /// What `MarkerEncoding::legacy().decode(raw)` gives.
 #[inline]
 fn decode_legacy(raw: u32) -> DecodedMarker {
@@ -472,7 +478,8 @@ const DENSE_BITS: u32 = 19;
 /// A small index for the usual field sizes: se < 32, cu < 128, simd < 4, wave_id < 32.
 #[inline]
 fn dense_index(se: u32, r: &Record) -> Option<usize> {
-    (se < 32 && r.cu < 128 && r.simd < 4 && r.wave_id < 32)
+    // One test for the four bounds.
+    ((se >> 5) | (r.cu >> 7) | (r.simd >> 2) | (r.wave_id >> 5) == 0)
         .then_some(((se << 14) | (r.cu << 7) | (r.simd << 5) | r.wave_id) as usize)
 }
 
@@ -960,7 +967,7 @@ fn header(h: ReadHeader, time: u64, arrival: u64, decode_markers: bool) -> Heade
         time,
         arrival,
         value: if decode_markers {
-            h.marker.legacy_value()
+            legacy_value(&h.marker)
         } else {
             h.marker.raw
         },
@@ -971,6 +978,46 @@ fn header(h: ReadHeader, time: u64, arrival: u64, decode_markers: bool) -> Heade
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The demultiplexer's own decoding gives what sqtt-markers' does, for every layout.
+    #[test]
+    fn header_decoding_is_the_markers_crates() {
+        use sqtt_markers::encoding::decode_marker_value_with;
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let known = |id: u32| id % 3 == 0;
+        for bits in 0..31 {
+            for shift in [0, 1, 4, 8, 20] {
+                let enc = MarkerEncoding::packed(bits, shift);
+                for _ in 0..2000 {
+                    let raw = match next() % 4 {
+                        0 => next() as u32 & 0xff,
+                        1 => 1,
+                        _ => next() as u32,
+                    };
+                    let want = decode_marker_value_with(raw, &enc, known);
+                    let got = match Packed::of(&enc) {
+                        Some(pk) => {
+                            let m = pk.decode(raw);
+                            if m.is_exit() || known(m.id) {
+                                m
+                            } else {
+                                decode_legacy(raw)
+                            }
+                        }
+                        None => decode_legacy(raw),
+                    };
+                    assert_eq!(got, want, "raw {raw:#x} bits {bits} shift {shift}");
+                    assert_eq!(legacy_value(&got), got.legacy_value());
+                }
+            }
+        }
+    }
 
     /// The window as defined: each record goes in (in place, or at the front when earlier than
     /// one already handed on), and the oldest goes out once more than the window is held.

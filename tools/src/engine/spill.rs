@@ -176,7 +176,7 @@ impl Replay {
     }
 
     /// The next event; `None` at the end of the log.
-    #[inline]
+    #[inline(always)]
     pub fn next(&mut self) -> std::io::Result<Option<Event<'_>>> {
         if self.buf.len() - self.pos < UNIT && !self.fill(UNIT)? {
             return match self.buf.len() - self.pos {
