@@ -388,7 +388,7 @@ impl Packed {
 /// What [`DecodedMarker::legacy_value`] gives.
 #[inline]
 fn legacy_value(m: &DecodedMarker) -> u32 {
-    (m.id << 2) | u32::from(m.exit_prev) * EXIT_PREV | u32::from(m.enter) * ENTER
+    (m.id << 2) | (u32::from(m.exit_prev) * EXIT_PREV) | (u32::from(m.enter) * ENTER)
 }
 
 /// What `MarkerEncoding::legacy().decode(raw)` gives.
@@ -990,7 +990,7 @@ mod tests {
             x ^= x << 17;
             x
         };
-        let known = |id: u32| id % 3 == 0;
+        let known = |id: u32| id.is_multiple_of(3);
         for bits in 0..31 {
             for shift in [0, 1, 4, 8, 20] {
                 let enc = MarkerEncoding::packed(bits, shift);
