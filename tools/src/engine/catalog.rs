@@ -113,11 +113,12 @@ impl Catalog {
     /// The frame name index of marker `id` of code object `co`.
     pub fn frame(&mut self, co: Option<usize>, id: u32, names: &mut Names) -> u32 {
         if let Some(ci) = co {
+            // Only the IDs a code object names have a frame in its table.
+            if let Some(&f) = self.frames[ci].get(id as usize).filter(|f| **f != u32::MAX) {
+                return f;
+            }
             if let Some(e) = self.codeobjs[ci].lookup(id).entry {
                 let v = &mut self.frames[ci];
-                if let Some(&f) = v.get(id as usize).filter(|f| **f != u32::MAX) {
-                    return f;
-                }
                 let name = if e.kind == sqtt_markers::EntryKind::Function {
                     self.opts.show(&e.name)
                 } else {

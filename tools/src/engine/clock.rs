@@ -59,6 +59,7 @@ impl Domain {
 
     /// The delay of a header (arrival minus sampled clock) relative to the first header's,
     /// in the range of the clock field around zero.
+    #[inline(always)]
     fn relative(&mut self, arrival: u64, sampled: u64) -> i64 {
         let o = *self.origin.get_or_insert(Origin { arrival, sampled });
         let x = arrival
@@ -120,6 +121,7 @@ impl Clocks {
     }
 
     /// Survey pass: takes a header into its domain's minimum delay.
+    #[inline(always)]
     pub fn survey(&mut self, s: Sample) {
         let d = &mut self.domains[s.domain];
         let rel = d.relative(s.arrival, u64::from(s.clock) << s.clock_shift);
@@ -130,6 +132,7 @@ impl Clocks {
 
     /// Second pass: how many cycles the header was delayed beyond its domain's minimum (less
     /// one step of the clock field, which the sample cannot tell apart).
+    #[inline]
     pub fn excess(&mut self, s: Sample) -> u64 {
         let d = &mut self.domains[s.domain];
         let rel = d.relative(s.arrival, u64::from(s.clock) << s.clock_shift);

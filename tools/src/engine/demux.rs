@@ -5,12 +5,13 @@
 use std::io::Read;
 
 use rustc_hash::FxHashMap;
-use sqtt_markers::encoding::decode_marker_value_with;
-use sqtt_markers::MarkerEncoding;
+use sqtt_markers::encoding::{ENTER, EXIT_PREV};
+use sqtt_markers::{DecodedMarker, MarkerEncoding};
 
 use super::catalog::DispatchCode;
 use super::clock::{DomainKey, Sample};
 use super::deliver::{deliver, Header, Origin};
+use super::spill::{self, Replay, Spill};
 use super::{Pass, RunStats, Sink, Wave};
 use crate::codeobj::MarkerClass;
 use crate::diag::{kind, Progress};
@@ -18,10 +19,17 @@ use crate::error::Error;
 use crate::input::{slot_key, UiDir, WaveSpan};
 use crate::shaderdata::{self, Record};
 
-/// No wave span: the record has no occupancy.
-const NONE: usize = usize::MAX;
+/// What a pass does with the records it demultiplexes.
+pub(super) type Mode = u8;
+/// Delivers each header to the sink as it is read.
+pub(super) const DIRECT: Mode = 0;
+/// Only feeds the clock domains (a first pass whose counts and warnings are dropped).
+pub(super) const SURVEY: Mode = 1;
+/// Feeds the clock domains and writes what the sink is to receive to the pass's event log
+/// ([`Spill`]), which [`Demux::play`] delivers once the domains are settled.
+pub(super) const RECORD: Mode = 2;
 
-/// The demultiplexer of one ui directory; `SURVEY` passes only feed the clock domains.
+/// The demultiplexer of one ui directory.
 #[derive(Default)]
 pub(super) struct Demux {
     slots: SlotTable,
@@ -30,76 +38,6 @@ pub(super) struct Demux {
     first_unread: Option<Option<u64>>,
     /// Why each shaderdata file of the last pass failed.
     pub file_errors: Vec<String>,
-    /// Set before a survey pass: the records it reads, for the second pass to replay.
-    pub spill: Option<Spill>,
-}
-
-/// The records a survey pass read, so that the second pass does not parse the JSON again: per
-/// shaderdata file what reading it gave, and the records themselves in a temporary file (a
-/// fixed 28 bytes each), so memory stays flat in the trace size.
-pub(super) struct Spill {
-    file: std::io::BufWriter<std::fs::File>,
-    files: std::collections::VecDeque<Spilled>,
-}
-
-/// What reading one shaderdata file gave in the survey pass: its records (in the spill file),
-/// the bytes read, and how the read ended (an open error too).
-struct Spilled {
-    records: u64,
-    bytes: u64,
-    result: Result<shaderdata::ReadStats, Error>,
-}
-
-const SPILLED_RECORD: usize = 28;
-
-impl Spill {
-    /// A spill in a fresh temporary file (unlinked: it goes when dropped).
-    pub fn new() -> std::io::Result<Spill> {
-        Ok(Spill {
-            file: std::io::BufWriter::with_capacity(1 << 20, tempfile::tempfile()?),
-            files: Default::default(),
-        })
-    }
-
-    fn write(&mut self, r: &Record) -> std::io::Result<()> {
-        use std::io::Write;
-        let mut b = [0u8; SPILLED_RECORD];
-        b[..8].copy_from_slice(&r.time.to_le_bytes());
-        for (i, v) in [r.value, r.cu, r.simd, r.wave_id, r.flags]
-            .iter()
-            .enumerate()
-        {
-            b[8 + 4 * i..12 + 4 * i].copy_from_slice(&v.to_le_bytes());
-        }
-        self.file.write_all(&b)
-    }
-
-    /// The spilled records, from the start, for the second pass.
-    fn replay(
-        self,
-    ) -> std::io::Result<(
-        std::io::BufReader<std::fs::File>,
-        std::collections::VecDeque<Spilled>,
-    )> {
-        use std::io::Seek;
-        let mut f = self.file.into_inner().map_err(|e| e.into_error())?;
-        f.seek(std::io::SeekFrom::Start(0))?;
-        Ok((std::io::BufReader::with_capacity(1 << 20, f), self.files))
-    }
-}
-
-fn read_spilled<R: Read>(r: &mut R) -> std::io::Result<Record> {
-    let mut b = [0u8; SPILLED_RECORD];
-    r.read_exact(&mut b)?;
-    let u = |i: usize| u32::from_le_bytes(b[8 + 4 * i..12 + 4 * i].try_into().expect("4 bytes"));
-    Ok(Record {
-        time: u64::from_le_bytes(b[..8].try_into().expect("8 bytes")),
-        value: u(0),
-        cu: u(1),
-        simd: u(2),
-        wave_id: u(3),
-        flags: u(4),
-    })
 }
 
 /// Counts the bytes a survey pass reads of a file.
@@ -111,8 +49,28 @@ impl Progress for ByteCount {
     }
 }
 
+/// No wave span: the record has no occupancy.
+const NONE: usize = usize::MAX;
+
 /// One `(se, cu, simd, wave_id)` stream and the wave instance it is in.
 struct Slot {
+    /// The current wave's span (`NONE`: no occupancy) is the one of every time in
+    /// `lo..hi`, when `active`.
+    lo: u64,
+    hi: u64,
+    active: bool,
+    span: usize,
+    /// The wave's code object.
+    co: Option<usize>,
+    /// The wave's headers may be packed (its code object's layout has a clock field and
+    /// att_tool did not already restore them): how they decode.
+    packed: Option<Packed>,
+    /// The shift of the clock field of the wave's code object.
+    clock_shift: u32,
+    /// Time of the wave's last header (headers never go back in time); in a [`RECORD`] pass,
+    /// of its last record when it has no code object (its start otherwise).
+    last_t: u64,
+    frame: Framing,
     se: u32,
     cu: u32,
     simd: u32,
@@ -120,18 +78,7 @@ struct Slot {
     /// The slot's waves in occupancy, and the one the last record fell in.
     spans: Vec<WaveSpan>,
     cursor: usize,
-    /// The current wave's span (`NONE`: no occupancy), when `active`.
-    span: usize,
-    active: bool,
     wave: Wave,
-    /// The wave's code object.
-    co: Option<usize>,
-    /// The wave's headers may be packed: its code object's layout has a clock field and
-    /// att_tool did not already restore them.
-    packed_form: bool,
-    /// Time of the wave's last header (headers never go back in time).
-    last_t: u64,
-    frame: Framing,
     /// The correction domain of the slot's packed headers, for the code object, cu and simd
     /// it was looked up for (a slot key shared by two of them would not tell those apart).
     domain: Option<DomainOf>,
@@ -155,22 +102,34 @@ struct DomainOf {
     domain: usize,
 }
 
+/// A header as read, before its time is settled.
+struct ReadHeader {
+    marker: DecodedMarker,
+    class: MarkerClass,
+    payload: u32,
+    /// The clock sample of a packed header (with the decoding on).
+    sample: Option<Sample>,
+}
+
 impl Slot {
     fn new(se: u32, r: &Record, spans: Vec<WaveSpan>) -> Slot {
         Slot {
+            lo: 0,
+            hi: 0,
+            active: false,
+            span: NONE,
+            co: None,
+            packed: None,
+            clock_shift: 0,
+            last_t: 0,
+            frame: Framing::default(),
             se,
             cu: r.cu,
             simd: r.simd,
             wave_id: r.wave_id,
             spans,
             cursor: 0,
-            span: NONE,
-            active: false,
             wave: Wave::default(),
-            co: None,
-            packed_form: false,
-            last_t: 0,
-            frame: Framing::default(),
             domain: None,
         }
     }
@@ -183,18 +142,19 @@ impl Slot {
         }
     }
 
-    /// The span of the wave in occupancy that `t` falls in: the latest start at or before it.
-    fn find_span(&mut self, t: u64) -> usize {
+    /// The span of the wave in occupancy that `t` falls in: the latest start at or before it
+    /// (`NONE` when there is none), and the times that fall in the same one.
+    fn find_span(&mut self, t: u64) -> (usize, u64, u64) {
         let spans = &self.spans;
         if spans.is_empty() {
-            return NONE;
+            return (NONE, 0, u64::MAX);
         }
         let mut c = self.cursor.min(spans.len() - 1);
         if spans[c].start > t {
             // Time went back: search.
             let n = spans.partition_point(|s| s.start <= t);
             if n == 0 {
-                return NONE;
+                return (NONE, 0, spans[0].start);
             }
             c = n - 1;
         } else {
@@ -203,54 +163,59 @@ impl Slot {
             }
         }
         self.cursor = c;
-        c
+        let hi = spans.get(c + 1).map_or(u64::MAX, |s| s.start);
+        (c, spans[c].start, hi)
     }
 
-    fn start_wave<S: Sink, const SURVEY: bool>(
+    /// A record at `time` that is not in the current wave's span: the wave changes.
+    #[inline(never)]
+    fn change_wave<S: Sink, const M: Mode>(
+        &mut self,
+        slot: usize,
+        time: u64,
+        p: &mut Pass<S>,
+        stats: &mut RunStats,
+    ) {
+        let (span, lo, hi) = self.find_span(time);
+        (self.lo, self.hi) = (lo, hi);
+        if self.active && span == self.span {
+            return;
+        }
+        if self.active {
+            self.end_wave::<S, M>(slot, p);
+        }
+        stats.waves += 1;
+        self.start_wave::<S, M>(slot, span, time, p);
+    }
+
+    fn start_wave<S: Sink, const M: Mode>(
         &mut self,
         slot: usize,
         span: usize,
         time: u64,
         p: &mut Pass<S>,
     ) {
-        let occupancy = self.spans.get(span).copied();
-        let code = match occupancy {
-            None => DispatchCode {
-                co: p.catalog.single_co,
-                kernel: p.catalog.no_occ_frame,
-            },
-            Some(s) => p.catalog.dispatch_of(s.kernel_id, p.names),
-        };
-        let start = occupancy.map(|s| s.start);
+        let (wave, co) = wave_of(self, span, time, p);
         self.span = span;
         self.active = true;
-        self.co = code.co;
-        self.packed_form = code.co.is_some_and(|ci| {
-            p.catalog.encodings[ci].has_shader_clock() && !p.clocks.normalised[ci]
-        });
+        self.co = co;
+        self.packed = co
+            .filter(|&ci| !p.clocks.normalised[ci])
+            .and_then(|ci| Packed::of(&p.catalog.encodings[ci]));
+        self.clock_shift = co.map_or(0, |ci| p.catalog.encodings[ci].shader_clock_shift);
         self.frame.pending = 0;
         self.frame.header = None;
-        self.last_t = start.unwrap_or(time).min(time);
-        self.wave = Wave {
-            se: self.se,
-            cu: self.cu,
-            simd: self.simd,
-            wave_id: self.wave_id,
-            instance: if occupancy.is_some() { span as u32 } else { 0 },
-            dispatch: occupancy.map(|s| s.kernel_id),
-            kernel: code.kernel,
-            codeobj: code.co.map(|i| p.catalog.codeobjs[i].id),
-            start,
-            end: occupancy.and_then(|s| s.end),
-            begin: self.last_t,
-        };
-        if !SURVEY {
-            p.sink.wave_start(p.names, slot, &self.wave);
+        self.last_t = wave.begin;
+        self.wave = wave;
+        match M {
+            DIRECT => p.sink.wave_start(p.names, slot, &self.wave),
+            RECORD => log(p).wave_start(slot, (span != NONE).then_some(span), time),
+            _ => {}
         }
     }
 
-    fn end_wave<S: Sink, const SURVEY: bool>(&mut self, slot: usize, p: &mut Pass<S>) {
-        if self.frame.pending > 0 && !SURVEY {
+    fn end_wave<S: Sink, const M: Mode>(&mut self, slot: usize, p: &mut Pass<S>) {
+        if self.frame.pending > 0 && M != SURVEY {
             let w = self.wave;
             let missing = self.frame.pending;
             p.diag.warn(kind::CUT_SHORT, || {
@@ -263,19 +228,18 @@ impl Slot {
         self.frame.pending = 0;
         self.frame.header = None;
         self.active = false;
-        let end = self.wave.end.unwrap_or(self.last_t).max(self.last_t);
-        if !SURVEY {
-            p.sink.wave_end(p.names, slot, &self.wave, end);
+        match M {
+            DIRECT => p
+                .sink
+                .wave_end(p.names, slot, &self.wave, wave_end(&self.wave, self.last_t)),
+            RECORD => log(p).wave_end(slot, self.last_t),
+            _ => {}
         }
     }
 
     /// A payload record of the pending header; the header goes out with its last one.
-    fn take_payload<S: Sink, const SURVEY: bool>(
-        &mut self,
-        slot: usize,
-        r: &Record,
-        p: &mut Pass<S>,
-    ) {
+    #[inline]
+    fn take_payload<S: Sink, const M: Mode>(&mut self, slot: usize, r: &Record, p: &mut Pass<S>) {
         let f = &mut self.frame;
         f.pending -= 1;
         if f.collect {
@@ -285,86 +249,217 @@ impl Slot {
             return;
         }
         if let Some(h) = f.header.take() {
-            if !SURVEY {
-                let payload = std::mem::take(&mut self.frame.payload);
-                deliver(p, self.origin(slot), &h, &payload);
-                self.frame.payload = payload;
+            match M {
+                DIRECT => {
+                    let payload = std::mem::take(&mut self.frame.payload);
+                    deliver(p, self.origin(slot), &h, &payload);
+                    self.frame.payload = payload;
+                }
+                RECORD => log(p).payload(slot, &self.frame.payload),
+                _ => {}
             }
         }
     }
 
-    /// Decodes the header record `r` with the wave's code object `ci`, and corrects its time
-    /// when it is packed.
-    fn read_header<S: Sink, const SURVEY: bool>(
+    /// Decodes the header record `r` with the wave's code object `ci`, and finds the clock
+    /// domain of a packed one.
+    #[inline]
+    fn read_header<S: Sink, const M: Mode>(
         &mut self,
+        slot: usize,
         ci: usize,
         se: u32,
         r: &Record,
         p: &mut Pass<S>,
-        stats: &mut RunStats,
-    ) -> Header {
+    ) -> ReadHeader {
         let co = &p.catalog.codeobjs[ci];
         // An `s_ttracedata_imm` record is never a packed header.
-        let m = if self.packed_form && !r.is_imm() {
-            decode_marker_value_with(r.value, &co.encoding, |id| co.knows(id))
-        } else {
-            MarkerEncoding::legacy().decode(r.value)
+        let m = match self.packed {
+            Some(pk) if !r.is_imm() => {
+                let m = pk.decode(r.value);
+                if m.is_exit() || co.knows(m.id) {
+                    m
+                } else {
+                    decode_legacy(r.value)
+                }
+            }
+            _ => decode_legacy(r.value),
         };
         let found = co.lookup(m.id);
-        let mut time = r.time;
-        if let (Some(clock), true) = (m.packed_clock, p.catalog.opts.decode_markers) {
-            let enc = p.catalog.encodings[ci];
-            let here = |d: &DomainOf| d.co == ci && d.cu == r.cu && d.simd == r.simd;
-            let domain = match self.domain.filter(here) {
-                Some(d) => d.domain,
-                None => {
-                    let key = DomainKey {
-                        se,
-                        cu: r.cu,
-                        simd: r.simd,
-                        clock_bits: enc.shader_clock_bits,
-                        clock_shift: enc.shader_clock_shift,
-                    };
-                    let domain = p.clocks.domain(key, &enc);
-                    self.domain = Some(DomainOf {
-                        co: ci,
-                        cu: r.cu,
-                        simd: r.simd,
-                        domain,
-                    });
-                    domain
-                }
-            };
-            let sample = Sample {
-                domain,
-                co: ci,
-                arrival: r.time,
-                clock,
-                clock_shift: enc.shader_clock_shift,
-            };
-            if SURVEY {
-                p.clocks.survey(sample);
-            } else {
-                let excess = p.clocks.excess(sample);
-                stats.corrected += u64::from(excess > 0);
-                time = r.time.saturating_sub(excess);
-            }
-        }
-        let time = time.max(self.last_t);
-        self.last_t = time;
-        Header {
+        let (class, payload) = (found.class, found.payload);
+        let sample = match (m.packed_clock, p.catalog.opts.decode_markers) {
+            (Some(clock), true) => Some(self.sample::<S, M>(slot, ci, se, r, clock, p)),
+            _ => None,
+        };
+        ReadHeader {
             marker: m,
-            class: found.class,
-            time,
-            arrival: r.time,
-            value: if p.catalog.opts.decode_markers {
-                m.legacy_value()
-            } else {
-                r.value
-            },
-            payload: found.payload,
+            class,
+            payload,
+            sample,
         }
     }
+
+    /// The clock sample of a packed header.
+    #[inline]
+    fn sample<S: Sink, const M: Mode>(
+        &mut self,
+        slot: usize,
+        ci: usize,
+        se: u32,
+        r: &Record,
+        clock: u32,
+        p: &mut Pass<S>,
+    ) -> Sample {
+        let here = |d: &DomainOf| d.co == ci && d.cu == r.cu && d.simd == r.simd;
+        let domain = match self.domain.filter(here) {
+            Some(d) => d.domain,
+            None => self.new_domain::<S, M>(slot, ci, se, r, p),
+        };
+        Sample {
+            domain,
+            co: ci,
+            arrival: r.time,
+            clock,
+            clock_shift: self.clock_shift,
+        }
+    }
+
+    #[cold]
+    fn new_domain<S: Sink, const M: Mode>(
+        &mut self,
+        slot: usize,
+        ci: usize,
+        se: u32,
+        r: &Record,
+        p: &mut Pass<S>,
+    ) -> usize {
+        let enc = p.catalog.encodings[ci];
+        let key = DomainKey {
+            se,
+            cu: r.cu,
+            simd: r.simd,
+            clock_bits: enc.shader_clock_bits,
+            clock_shift: enc.shader_clock_shift,
+        };
+        let domain = p.clocks.domain(key, &enc);
+        self.domain = Some(DomainOf {
+            co: ci,
+            cu: r.cu,
+            simd: r.simd,
+            domain,
+        });
+        if M == RECORD {
+            log(p).domain(slot, domain);
+        }
+        domain
+    }
+}
+
+/// How a code object's packed headers decode.
+#[derive(Clone, Copy)]
+struct Packed {
+    id_mask: u32,
+    /// Shift of the clock field down to bit 0.
+    clock_down: u32,
+}
+
+impl Packed {
+    /// The packed form of `enc`, when it has one.
+    fn of(enc: &MarkerEncoding) -> Option<Packed> {
+        enc.has_shader_clock().then(|| Packed {
+            id_mask: enc.marker_id_mask(),
+            clock_down: 32 - enc.shader_clock_bits,
+        })
+    }
+
+    /// What [`MarkerEncoding::decode`] gives (the field of a layout with a clock).
+    #[inline]
+    fn decode(self, raw: u32) -> DecodedMarker {
+        DecodedMarker {
+            raw,
+            id: (raw & self.id_mask) >> 2,
+            exit_prev: raw & EXIT_PREV != 0,
+            enter: raw & ENTER != 0,
+            packed_clock: Some(raw >> self.clock_down),
+        }
+    }
+}
+
+/// What [`DecodedMarker::legacy_value`] gives.
+#[inline]
+fn legacy_value(m: &DecodedMarker) -> u32 {
+    (m.id << 2) | (u32::from(m.exit_prev) * EXIT_PREV) | (u32::from(m.enter) * ENTER)
+}
+
+/// What `MarkerEncoding::legacy().decode(raw)` gives.
+#[inline]
+fn decode_legacy(raw: u32) -> DecodedMarker {
+    DecodedMarker {
+        raw,
+        id: raw >> 2,
+        exit_prev: raw & EXIT_PREV != 0,
+        enter: raw & ENTER != 0,
+        packed_clock: None,
+    }
+}
+
+/// The pass's event log (a [`RECORD`] pass has one).
+#[inline]
+fn log<'p, S>(p: &'p mut Pass<'_, S>) -> &'p mut Spill {
+    p.log.as_mut().expect("a record pass has a log")
+}
+
+/// The wave that starts in `slot` with span `span` at `time`, and its code object.
+fn wave_of<S>(slot: &Slot, span: usize, time: u64, p: &mut Pass<S>) -> (Wave, Option<usize>) {
+    let occupancy = slot.spans.get(span).copied();
+    let code = match occupancy {
+        None => DispatchCode {
+            co: p.catalog.single_co,
+            kernel: p.catalog.no_occ_frame,
+        },
+        Some(s) => p.catalog.dispatch_of(s.kernel_id, p.names),
+    };
+    let start = occupancy.map(|s| s.start);
+    let wave = Wave {
+        se: slot.se,
+        cu: slot.cu,
+        simd: slot.simd,
+        wave_id: slot.wave_id,
+        instance: if occupancy.is_some() { span as u32 } else { 0 },
+        dispatch: occupancy.map(|s| s.kernel_id),
+        kernel: code.kernel,
+        codeobj: code.co.map(|i| p.catalog.codeobjs[i].id),
+        start,
+        end: occupancy.and_then(|s| s.end),
+        begin: start.unwrap_or(time).min(time),
+    };
+    (wave, code.co)
+}
+
+/// The end of a wave whose last header (or record) is at `last_t`.
+fn wave_end(w: &Wave, last_t: u64) -> u64 {
+    w.end.unwrap_or(last_t).max(last_t)
+}
+
+/// The time of a header: the arrival less its delay beyond its clock domain's least (when
+/// packed), never before the wave's previous header.
+#[inline]
+fn header_time<S>(
+    arrival: u64,
+    sample: Option<Sample>,
+    last_t: &mut u64,
+    p: &mut Pass<S>,
+    stats: &mut RunStats,
+) -> u64 {
+    let mut time = arrival;
+    if let Some(s) = sample {
+        let excess = p.clocks.excess(s);
+        stats.corrected += u64::from(excess > 0);
+        time = arrival.saturating_sub(excess);
+    }
+    let time = time.max(*last_t);
+    *last_t = time;
+    time
 }
 
 /// The slots of one ui directory, found by `(se, cu, simd, wave_id)`.
@@ -383,7 +478,8 @@ const DENSE_BITS: u32 = 19;
 /// A small index for the usual field sizes: se < 32, cu < 128, simd < 4, wave_id < 32.
 #[inline]
 fn dense_index(se: u32, r: &Record) -> Option<usize> {
-    (se < 32 && r.cu < 128 && r.simd < 4 && r.wave_id < 32)
+    // One test for the four bounds.
+    ((se >> 5) | (r.cu >> 7) | (r.simd >> 2) | (r.wave_id >> 5) == 0)
         .then_some(((se << 14) | (r.cu << 7) | (r.simd << 5) | r.wave_id) as usize)
 }
 
@@ -553,7 +649,7 @@ impl Demux {
     }
 
     /// One pass over the shaderdata files of `ui`, shader engine by shader engine.
-    pub fn pass<S: Sink, const SURVEY: bool>(
+    pub fn pass<S: Sink, const M: Mode>(
         &mut self,
         ui: &UiDir,
         p: &mut Pass<S>,
@@ -563,83 +659,35 @@ impl Demux {
         let mut file_errors: Vec<String> = Vec::new();
         let mut order = Reorder::default();
         let mut cur_se = None;
-        // A survey pass spills what it reads; the pass after it replays that (when the spill
-        // fails part-way, the survey pass simply reads everything again).
-        let mut spill = if SURVEY { self.spill.take() } else { None };
-        let mut replay = match (SURVEY, self.spill.take()) {
-            (false, Some(sp)) => sp.replay().ok(),
-            _ => None,
-        };
         for (se, path) in &ui.shaderdata {
             let se = *se;
             if let Some(prev) = cur_se.filter(|p| *p != se) {
-                order.flush(|r| self.record::<S, SURVEY>(p, prev, r));
+                order.flush(|r| self.record::<S, M>(p, prev, r));
             }
             cur_se = Some(se);
-            let res = if let Some((reader, files)) = replay.as_mut() {
-                match files.pop_front() {
-                    Some(Spilled {
-                        records,
-                        bytes,
-                        result,
-                    }) => {
-                        for _ in 0..records {
-                            let Ok(r) = read_spilled(reader) else { break };
-                            order.push(&r, |x| self.record::<S, SURVEY>(p, se, x));
-                        }
-                        progress.inc(bytes);
-                        result
-                    }
-                    None => Err(Error::Malformed {
-                        path: path.clone(),
-                        reason: "the survey pass did not read this file".into(),
-                    }),
-                }
-            } else {
-                let bytes = ByteCount::default();
-                let counted: &dyn Progress = if spill.is_some() { &bytes } else { progress };
-                let mut records = 0u64;
-                let mut spill_ok = true;
-                let result = crate::input::open_input(
-                    path,
-                    crate::input::MAX_STREAMED_JSON,
-                    "a shaderdata file",
-                )
-                .and_then(|file| {
-                    let reader = std::io::BufReader::with_capacity(
-                        1 << 20,
-                        CountingReader {
-                            inner: file,
-                            progress: counted,
-                        },
-                    );
-                    // Two loops, so that a pass without a spill pays nothing for it.
-                    match spill.as_mut() {
-                        Some(sp) => shaderdata::read_from(reader, path, |r| {
-                            spill_ok &= sp.write(r).is_ok();
-                            records += 1;
-                            order.push(r, |x| self.record::<S, SURVEY>(p, se, x))
-                        }),
-                        None => shaderdata::read_from(reader, path, |r| {
-                            order.push(r, |x| self.record::<S, SURVEY>(p, se, x))
-                        }),
-                    }
-                });
-                if !spill_ok {
-                    spill = None;
-                }
-                if let Some(sp) = spill.as_mut() {
-                    // Counted in the pass that replays it (a survey pass's counts and
-                    // warnings are dropped).
-                    sp.files.push_back(Spilled {
-                        records,
-                        bytes: bytes.0.get(),
-                        result,
-                    });
-                    continue;
-                }
-                result
-            };
+            // A record pass passes the progress on in its log.
+            let bytes = ByteCount::default();
+            let counted: &dyn Progress = if M == RECORD { &bytes } else { progress };
+            let res = crate::input::open_input(
+                path,
+                crate::input::MAX_STREAMED_JSON,
+                "a shaderdata file",
+            )
+            .and_then(|file| {
+                let reader = std::io::BufReader::with_capacity(
+                    1 << 20,
+                    CountingReader {
+                        inner: file,
+                        progress: counted,
+                    },
+                );
+                shaderdata::read_from(reader, path, |r| {
+                    order.push(r, |x| self.record::<S, M>(p, se, x))
+                })
+            });
+            if M == RECORD {
+                log(p).progress(bytes.0.get());
+            }
             match res {
                 Ok(st) => {
                     counts.files_ok += 1;
@@ -660,19 +708,18 @@ impl Demux {
                 }
             }
         }
-        self.spill = spill;
         if let Some(se) = cur_se {
-            order.flush(|r| self.record::<S, SURVEY>(p, se, r));
+            order.flush(|r| self.record::<S, M>(p, se, r));
         }
         self.stats.files_ok += counts.files_ok;
         self.stats.files_bad += counts.files_bad;
         self.stats.records += counts.records;
-        self.finish::<S, SURVEY>(ui, p, &order, file_errors);
+        self.finish::<S, M>(ui, p, &order, file_errors);
         Ok(())
     }
 
     /// The pass's warnings, and the end of every wave still open.
-    fn finish<S: Sink, const SURVEY: bool>(
+    fn finish<S: Sink, const M: Mode>(
         &mut self,
         ui: &UiDir,
         p: &mut Pass<S>,
@@ -706,14 +753,14 @@ impl Demux {
         }
         for (i, slot) in self.slots.slots.iter_mut().enumerate() {
             if slot.active {
-                slot.end_wave::<S, SURVEY>(i, p);
+                slot.end_wave::<S, M>(i, p);
             }
         }
     }
 
     /// One record, in time order within its shader engine.
     #[inline]
-    fn record<S: Sink, const SURVEY: bool>(&mut self, p: &mut Pass<S>, se: u32, r: &Record) {
+    fn record<S: Sink, const M: Mode>(&mut self, p: &mut Pass<S>, se: u32, r: &Record) {
         if r.is_priv() {
             self.stats.priv_records += 1;
             return;
@@ -723,15 +770,10 @@ impl Demux {
             .slots
             .find(se, r, |key| occ.slots.remove(&key).unwrap_or_default());
         let slot = &mut self.slots.slots[idx];
-        let span = slot.find_span(r.time);
-        if !slot.active || span != slot.span {
-            if slot.active {
-                slot.end_wave::<S, SURVEY>(idx, p);
-            }
-            self.stats.waves += 1;
-            slot.start_wave::<S, SURVEY>(idx, span, r.time, p);
+        if !(slot.active && slot.lo <= r.time && r.time < slot.hi) {
+            slot.change_wave::<S, M>(idx, r.time, p, &mut self.stats);
         }
-        if span == NONE && !SURVEY {
+        if slot.span == NONE && M != SURVEY {
             p.diag.warn(kind::NO_OCCUPANCY, || {
                 format!(
                     "se {} cu {} simd {} wave {} at time {}",
@@ -749,15 +791,28 @@ impl Demux {
         };
         if slot.frame.pending > 0 {
             self.stats.payload_records += 1;
-            slot.take_payload::<S, SURVEY>(idx, r, p);
+            slot.take_payload::<S, M>(idx, r, p);
             return;
         }
         self.stats.headers += 1;
-        let h = slot.read_header::<S, SURVEY>(ci, se, r, p, &mut self.stats);
+        let h = slot.read_header::<S, M>(idx, ci, se, r, p);
+        let time = match M {
+            DIRECT => header_time(r.time, h.sample, &mut slot.last_t, p, &mut self.stats),
+            _ => {
+                if let Some(s) = h.sample {
+                    p.clocks.survey(s);
+                }
+                if M == RECORD {
+                    log(p).header(idx, h.marker.packed_clock.is_some(), r.value, r.time);
+                }
+                r.time
+            }
+        };
+        let h = header(h, time, r.time, p.catalog.opts.decode_markers);
         if h.payload > 0 {
             let f = &mut slot.frame;
             f.pending = h.payload;
-            f.collect = !SURVEY
+            f.collect = M != SURVEY
                 && match h.class {
                     MarkerClass::Address(_) => p.want_addr,
                     _ => h.payload <= 64,
@@ -766,15 +821,203 @@ impl Demux {
             f.header = Some(h);
             return;
         }
-        if !SURVEY {
+        if M == DIRECT {
             deliver(p, slot.origin(idx), &h, &[]);
         }
+    }
+
+    /// Delivers the events a [`RECORD`] pass logged, with the header times corrected by the
+    /// settled clock domains.
+    pub fn play<S: Sink>(
+        &mut self,
+        ui: &UiDir,
+        mut events: Replay,
+        p: &mut Pass<S>,
+        progress: &dyn Progress,
+    ) -> Result<(), Error> {
+        #[derive(Default)]
+        struct Playing {
+            wave: Wave,
+            co: Option<usize>,
+            /// How the wave's code object's packed headers decode, and whether their times
+            /// are corrected (not when att_tool already did).
+            packed: Option<Packed>,
+            corrects: bool,
+            clock_shift: u32,
+            domain: usize,
+            last_t: u64,
+            pending: Option<Header>,
+        }
+        let mut waves: Vec<Playing> = Vec::new();
+        waves.resize_with(self.slots.slots.len(), Playing::default);
+        let mut values: Vec<u32> = Vec::new();
+        let io = |error| Error::Io {
+            path: ui.path.clone(),
+            error,
+        };
+        let broken = || io(spill::broken());
+        let decode = p.catalog.opts.decode_markers;
+        while let Some(ev) = events.next().map_err(io)? {
+            if ev.kind == spill::PROGRESS {
+                progress.inc(ev.double);
+                continue;
+            }
+            let Some(w) = waves.get_mut(ev.slot) else {
+                return Err(broken());
+            };
+            match ev.kind {
+                spill::HEADER => {
+                    let (Some(ci), raw, arrival) = (w.co, ev.word, ev.double) else {
+                        return Err(broken());
+                    };
+                    let marker = match (ev.packed, w.packed) {
+                        (false, _) => decode_legacy(raw),
+                        (true, Some(pk)) => pk.decode(raw),
+                        (true, None) => return Err(broken()),
+                    };
+                    let found = p.catalog.codeobjs[ci].lookup(marker.id);
+                    let (class, payload) = (found.class, found.payload);
+                    let sample = match marker.packed_clock {
+                        Some(clock) if decode && w.corrects => Some(Sample {
+                            domain: w.domain,
+                            co: ci,
+                            arrival,
+                            clock,
+                            clock_shift: w.clock_shift,
+                        }),
+                        _ => None,
+                    };
+                    let time = header_time(arrival, sample, &mut w.last_t, p, &mut self.stats);
+                    let read = ReadHeader {
+                        // Read as a legacy header when the direct pass would.
+                        marker: DecodedMarker {
+                            packed_clock: marker.packed_clock.filter(|_| w.corrects),
+                            ..marker
+                        },
+                        class,
+                        payload,
+                        sample,
+                    };
+                    let hd = header(read, time, arrival, decode);
+                    if hd.payload > 0 {
+                        w.pending = Some(hd);
+                    } else {
+                        let at = Origin {
+                            slot: ev.slot,
+                            co: w.co,
+                            wave: &w.wave,
+                        };
+                        deliver(p, at, &hd, &[]);
+                    }
+                }
+                spill::DOMAIN => w.domain = ev.word as usize,
+                spill::PAYLOAD => {
+                    values.clear();
+                    values.extend(
+                        ev.values
+                            .chunks_exact(4)
+                            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+                    );
+                    if let Some(h) = w.pending.take() {
+                        let at = Origin {
+                            slot: ev.slot,
+                            co: w.co,
+                            wave: &w.wave,
+                        };
+                        deliver(p, at, &h, &values);
+                    }
+                }
+                spill::WAVE_START => {
+                    let s = self.slots.slots.get(ev.slot).ok_or_else(broken)?;
+                    let span = if ev.word == u32::MAX {
+                        NONE
+                    } else {
+                        ev.word as usize
+                    };
+                    let (wave, co) = wave_of(s, span, ev.double, p);
+                    let enc = co.map(|ci| p.catalog.encodings[ci]);
+                    w.wave = wave;
+                    w.co = co;
+                    // The first pass read every packed header in the packed form.
+                    w.packed = enc.as_ref().and_then(Packed::of);
+                    w.corrects = co.is_some_and(|ci| !p.clocks.normalised[ci]);
+                    w.clock_shift = enc.map_or(0, |e| e.shader_clock_shift);
+                    w.last_t = wave.begin;
+                    w.pending = None;
+                    p.sink.wave_start(p.names, ev.slot, &w.wave);
+                }
+                spill::WAVE_END => {
+                    w.pending = None;
+                    let end = wave_end(&w.wave, w.last_t.max(ev.double));
+                    p.sink.wave_end(p.names, ev.slot, &w.wave, end);
+                }
+                _ => return Err(broken()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A header ready for delivery.
+#[inline]
+fn header(h: ReadHeader, time: u64, arrival: u64, decode_markers: bool) -> Header {
+    Header {
+        marker: h.marker,
+        class: h.class,
+        time,
+        arrival,
+        value: if decode_markers {
+            legacy_value(&h.marker)
+        } else {
+            h.marker.raw
+        },
+        payload: h.payload,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The demultiplexer's own decoding gives what sqtt-markers' does, for every layout.
+    #[test]
+    fn header_decoding_is_the_markers_crates() {
+        use sqtt_markers::encoding::decode_marker_value_with;
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let known = |id: u32| id.is_multiple_of(3);
+        for bits in 0..31 {
+            for shift in [0, 1, 4, 8, 20] {
+                let enc = MarkerEncoding::packed(bits, shift);
+                for _ in 0..2000 {
+                    let raw = match next() % 4 {
+                        0 => next() as u32 & 0xff,
+                        1 => 1,
+                        _ => next() as u32,
+                    };
+                    let want = decode_marker_value_with(raw, &enc, known);
+                    let got = match Packed::of(&enc) {
+                        Some(pk) => {
+                            let m = pk.decode(raw);
+                            if m.is_exit() || known(m.id) {
+                                m
+                            } else {
+                                decode_legacy(raw)
+                            }
+                        }
+                        None => decode_legacy(raw),
+                    };
+                    assert_eq!(got, want, "raw {raw:#x} bits {bits} shift {shift}");
+                    assert_eq!(legacy_value(&got), got.legacy_value());
+                }
+            }
+        }
+    }
 
     /// The window as defined: each record goes in (in place, or at the front when earlier than
     /// one already handed on), and the oldest goes out once more than the window is held.

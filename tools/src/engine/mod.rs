@@ -9,8 +9,9 @@
 //! - [`clock`]: clock domains. Packed gfx12 headers carry a few bits of the shader clock of
 //!   their issue; per `(se, cu, simd, clock_bits, clock_shift)` domain a first (survey) pass
 //!   finds the smallest delay, and the second pass moves each header back by its own excess.
-//!   The survey pass keeps the records it read in a temporary file, which the second pass
-//!   replays instead of parsing the JSON again.
+//! - [`spill`]: the first pass of a packed trace demultiplexes the records once and logs what
+//!   the sink is to receive (waves, headers as read, payloads) in a temporary file; the
+//!   second pass reads the log back, corrects the header times and delivers.
 //! - [`deliver`]: delivery. A decoded header and its payload become sink events, with frame
 //!   names from the [`catalog`] of code objects and dispatches.
 
@@ -18,6 +19,7 @@ mod catalog;
 mod clock;
 mod deliver;
 mod demux;
+mod spill;
 
 use std::path::Path;
 
@@ -305,17 +307,34 @@ impl Trace {
         let packed = opts.decode_markers && catalog.encodings.iter().any(|e| e.has_shader_clock());
         let mut demux = Demux::default();
         if packed {
+            // A first pass finds each clock domain's origin and least delay. It logs what
+            // the sink is to receive, which the second pass delivers with the header times
+            // corrected, without reading the records again (without a temporary file, or
+            // when writing it fails, the second pass reads the JSON again).
             let mut null = NullSink;
-            let mut survey = Pass::new(&mut catalog, &mut clocks, names, &mut null);
-            // The second pass replays the survey's records instead of parsing the JSON again
-            // (without a temporary file, it parses it again).
-            demux.spill = demux::Spill::new().ok();
-            demux.pass::<_, true>(ui, &mut survey, &NoBytes)?;
-            demux.reset();
+            let mut first = Pass::new(&mut catalog, &mut clocks, names, &mut null);
+            first.want_addr = sink.wants_addresses();
+            first.log = spill::Spill::new().ok();
+            if first.log.is_some() {
+                demux.pass::<_, { demux::RECORD }>(ui, &mut first, &NoBytes)?;
+            } else {
+                demux.pass::<_, { demux::SURVEY }>(ui, &mut first, &NoBytes)?;
+            }
+            let events = first.log.take().and_then(spill::Spill::finish);
+            let diag = std::mem::take(&mut first.diag);
             clocks.settle(&catalog.codeobjs, &mut self.diag);
+            if let Some(events) = events {
+                let mut pass = Pass::new(&mut catalog, &mut clocks, names, sink);
+                pass.diag = diag;
+                demux.play(ui, events, &mut pass, progress)?;
+                self.diag.merge(&pass.diag);
+                self.file_errors.append(&mut demux.file_errors);
+                return Ok(demux.stats);
+            }
+            demux.reset();
         }
         let mut pass = Pass::new(&mut catalog, &mut clocks, names, sink);
-        demux.pass::<_, false>(ui, &mut pass, progress)?;
+        demux.pass::<_, { demux::DIRECT }>(ui, &mut pass, progress)?;
         self.diag.merge(&pass.diag);
         self.file_errors.append(&mut demux.file_errors);
         Ok(demux.stats)
@@ -332,6 +351,8 @@ struct Pass<'a, S> {
     want_addr: bool,
     /// The pass's own warnings (those of a survey pass are dropped).
     diag: Diagnostics,
+    /// The event log of a [`demux::RECORD`] pass.
+    log: Option<spill::Spill>,
 }
 
 impl<'a, S: Sink> Pass<'a, S> {
@@ -348,6 +369,7 @@ impl<'a, S: Sink> Pass<'a, S> {
             names,
             sink,
             diag: Diagnostics::default(),
+            log: None,
         }
     }
 }
