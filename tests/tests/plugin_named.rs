@@ -287,12 +287,28 @@ fn scope_check_is_computed_once_from_the_hw_id_registers() {
         1,
         "{insts:?}"
     );
+    assert_eq!(count_matching(&insts, "s_ttracedata"), 6);
+    // The check is in each run's asm (`s_cmp_eq_u32` / `s_cbranch_scc1` past its records), and
+    // each run has the two pins of one unguarded marker: no more than unguarded markers have.
+    let checks = count_matching(&insts, "s_cbranch_scc1*");
+    assert!((1..=6).contains(&checks), "{checks} checks: {insts:?}");
+    let unguarded = kernel_insts(
+        "gfx90a",
+        &[("SQTT_MEM_BARRIER", "none"), ("SQTT_SCOPE_CU", "-1")],
+        &[],
+    );
+    assert_eq!(count_matching(&unguarded, "s_getreg_b32*"), 0);
+    assert_eq!(count_matching(&unguarded, "s_cbranch_scc1*"), 0);
     assert_eq!(
         count_matching(&insts, "sched_barrier"),
-        0,
-        "guarded markers have no sched_barrier"
+        2 * checks,
+        "{insts:?}"
     );
-    assert_eq!(count_matching(&insts, "s_ttracedata"), 6);
+    assert_eq!(count_matching(&unguarded, "s_ttracedata"), 6);
+    assert!(
+        2 * checks <= count_matching(&unguarded, "sched_barrier"),
+        "{checks} runs, unguarded: {unguarded:?}"
+    );
 
     let insts = kernel_insts(
         "gfx1100",
@@ -342,24 +358,33 @@ __global__ void k(int *p) {
 "#;
     let dir = workdir();
     let ir = device_asm(dir.path(), src, "gfx90a", &[], &["-emit-llvm"]);
-    // The enter marker sits right before the __syncthreads() fence: one sched_barrier heads the
-    // skip block, right before the sync. The exit marker is followed by an LDS load: no pin.
+    // The enter marker sits right before the __syncthreads() fence: its trailing pin comes
+    // right before the sync's release fence, and its checked record (the scope check is in the
+    // asm, no block split) right before that pin's boundary.
     let lines: Vec<&str> = ir.lines().map(str::trim).collect();
-    let pins: Vec<usize> = (0..lines.len())
-        .filter(|i| lines[*i].starts_with("call void @llvm.amdgcn.sched.barrier(i32 0)"))
-        .collect();
-    assert_eq!(pins.len(), 1, "{ir}");
+    let release = lines
+        .iter()
+        .position(|l| *l == "fence syncscope(\"workgroup\") release")
+        .unwrap_or_else(|| panic!("no workgroup release fence: {ir}"));
     assert!(
-        lines[pins[0] - 1].ends_with(':')
-            || lines[pins[0] - 1].is_empty()
-            || lines[pins[0] - 1].starts_with(|c: char| c.is_ascii_digit()),
-        "pin heads a block: {ir}"
+        lines[release - 1].starts_with("call void @llvm.amdgcn.sched.barrier(i32 0)"),
+        "no pin right before the sync: {ir}"
     );
-    assert_eq!(
-        lines[pins[0] + 1],
-        "fence syncscope(\"workgroup\") release",
-        "{ir}"
+    let record = lines[..release]
+        .iter()
+        .rposition(|l| l.contains("s_ttracedata"))
+        .unwrap_or_else(|| panic!("no record before the sync: {ir}"));
+    assert!(
+        lines[record].contains("s_cbranch_scc1"),
+        "the record is not under its scope check: {ir}"
     );
+    assert!(
+        lines[record + 1..release - 1]
+            .iter()
+            .all(|l| l.contains("!sqtt.marker")),
+        "only the marker's own boundary between its record and the pin: {ir}"
+    );
+    assert!(!ir.contains("sqtt.skip"), "{ir}");
 }
 
 /// IR text without the lines that name the (temporary) source path.
