@@ -63,6 +63,8 @@ LLVM_BIN=/usr/lib/llvm-$MAJOR/bin
 mkdir -p "$CACHE"
 
 PACKAGES=("llvm-$MAJOR-dev" "llvm-$MAJOR" "lld-$MAJOR" g++)
+# The C device-code suites of the 19 and 22 rows (amd_header_c, plugin_options) run clang-N.
+case $MAJOR in 19 | 22) PACKAGES+=("clang-$MAJOR") ;; esac
 lane_apt_install "$CACHE/apt.log" "${PACKAGES[@]}"
 for t in opt llc llvm-config llvm-objcopy llvm-objdump; do
   [ -x "$LLVM_BIN/$t" ] || lane_die "$LLVM_BIN/$t is missing after installing ${PACKAGES[*]}"
