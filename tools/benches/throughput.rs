@@ -194,7 +194,7 @@ struct Cost {
 
 /// Runs `sqtt TOOL DIR` with binary `exe` and measures it with `wait4` (only the child's own
 /// CPU time and peak RSS, whatever else the machine runs).
-fn run_tool(exe: &Path, tool: &str, dir: &Path) -> Cost {
+fn run_tool(exe: &Path, tool: &str, dir: &Path) -> Result<Cost, String> {
     let out_dir = dir.join("bench_out");
     let _ = std::fs::remove_dir_all(&out_dir);
     std::fs::create_dir_all(&out_dir).unwrap();
@@ -227,11 +227,9 @@ fn run_tool(exe: &Path, tool: &str, dir: &Path) -> Cost {
     // SAFETY: `pid` is our child, not yet reaped; the pointers are to live locals.
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
     assert_eq!(r, pid, "wait4");
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "{} {tool} failed ({status})",
-        exe.display()
-    );
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        return Err(format!("{} {tool} failed ({status})", exe.display()));
+    }
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     let mut files: Vec<_> = std::fs::read_dir(&out_dir)
         .unwrap()
@@ -255,11 +253,11 @@ fn run_tool(exe: &Path, tool: &str, dir: &Path) -> Cost {
         }
     }
     std::fs::remove_dir_all(&out_dir).unwrap();
-    Cost {
+    Ok(Cost {
         cpu: secs(ru.ru_utime) + secs(ru.ru_stime),
         rss_kib: ru.ru_maxrss as u64,
         digest,
-    }
+    })
 }
 
 /// The `sqtt` binary to compare against: `SQTT_BENCH_BASELINE` is a path to one, a git revision
@@ -389,11 +387,20 @@ fn main() {
                     *best = Some(c);
                 }
             };
+            // A baseline without this tool (an older revision: `perfetto --json` came later)
+            // leaves its column empty.
+            let mut base_ok = base.is_some();
             for _ in 0..reps {
-                if let Some(b) = &base {
-                    best(&mut before, run_tool(b, tool, dir.path()));
+                if let Some(b) = base.as_ref().filter(|_| base_ok) {
+                    match run_tool(b, tool, dir.path()) {
+                        Ok(c) => best(&mut before, c),
+                        Err(e) => {
+                            println!("baseline: {e}; no baseline figure for {tool}");
+                            base_ok = false;
+                        }
+                    }
                 }
-                best(&mut after, run_tool(&exe, tool, dir.path()));
+                best(&mut after, run_tool(&exe, tool, dir.path()).unwrap());
                 floor_kib = floor_kib.max(own_rss_kib());
             }
             let a = after.unwrap();
