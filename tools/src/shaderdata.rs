@@ -38,6 +38,19 @@ impl Record {
     pub fn is_imm(&self) -> bool {
         self.flags & FLAG_IMM != 0
     }
+
+    /// A row's fields as parsed, the 32-bit ones truncated.
+    #[inline(always)]
+    fn of_row(time: u64, value: u64, cu: u64, simd: u64, wave_id: u64, flags: u64) -> Record {
+        Record {
+            time,
+            value: value as u32,
+            cu: cu as u32,
+            simd: simd as u32,
+            wave_id: wave_id as u32,
+            flags: flags as u32,
+        }
+    }
 }
 
 /// The column order of rocprofv3's `records_schema`.
@@ -540,17 +553,7 @@ fn fast_row(w: &[u8; FAST_SPAN]) -> Option<(Record, usize)> {
         let (flags, i) = fast_field(w, i, b']')?;
         (cu, simd, wave_id, flags, i)
     };
-    Some((
-        Record {
-            time,
-            value: value as u32,
-            cu: cu as u32,
-            simd: simd as u32,
-            wave_id: wave_id as u32,
-            flags: flags as u32,
-        },
-        i,
-    ))
+    Some((Record::of_row(time, value, cu, simd, wave_id, flags), i))
 }
 
 const ASCII_ZEROS: u64 = 0x3030_3030_3030_3030;
@@ -709,17 +712,7 @@ fn parse_default_row(b: &[u8], mut i: usize) -> Option<(Record, usize)> {
     let (simd, i) = default_field(b, i, b',')?;
     let (wave_id, i) = default_field(b, i, b',')?;
     let (flags, i) = default_field(b, i, b']')?;
-    Some((
-        Record {
-            time,
-            value: value as u32,
-            cu: cu as u32,
-            simd: simd as u32,
-            wave_id: wave_id as u32,
-            flags: flags as u32,
-        },
-        i,
-    ))
+    Some((Record::of_row(time, value, cu, simd, wave_id, flags), i))
 }
 
 /// [`parse_row`] for any column order and width.

@@ -979,17 +979,21 @@ fn header(h: ReadHeader, time: u64, arrival: u64, decode_markers: bool) -> Heade
 mod tests {
     use super::*;
 
-    /// The demultiplexer's own decoding gives what sqtt-markers' does, for every layout.
-    #[test]
-    fn header_decoding_is_the_markers_crates() {
-        use sqtt_markers::encoding::decode_marker_value_with;
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
+    /// A fixed-seed xorshift64 stream.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x
-        };
+        }
+    }
+
+    /// The demultiplexer's own decoding gives what sqtt-markers' does, for every layout.
+    #[test]
+    fn header_decoding_is_the_markers_crates() {
+        use sqtt_markers::encoding::decode_marker_value_with;
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
         let known = |id: u32| id.is_multiple_of(3);
         for bits in 0..31 {
             for shift in [0, 1, 4, 8, 20] {
@@ -1050,13 +1054,7 @@ mod tests {
 
     #[test]
     fn batches_hand_on_what_one_record_at_a_time_would() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
         let mut seen = (0, 0);
         for case in 0..40 {
             let n = 1000 + (next() % 60_000) as usize;
