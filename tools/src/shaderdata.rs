@@ -961,7 +961,6 @@ mod tests {
     /// ends); everything else, edited rows too, it leaves to that parser.
     #[test]
     fn fast_rows_read_as_the_general_parser() {
-        const ALPHABET: &[u8] = b"[],0123456789 \n-.e+x\"{}:\\";
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         let (mut fast, mut short_tails, mut edited) = (0, 0, 0);
         for _ in 0..200_000 {
@@ -984,15 +983,7 @@ mod tests {
             }
             row.push(b']');
             if rng.below(8) == 0 {
-                let at = rng.below(row.len() as u64) as usize;
-                let c = ALPHABET[rng.below(ALPHABET.len() as u64) as usize];
-                match rng.below(3) {
-                    0 => row[at] = c,
-                    1 => row.insert(at, c),
-                    _ => {
-                        row.remove(at);
-                    }
-                }
+                edit_once(&mut rng, &mut row);
                 plain = false;
                 edited += 1;
             }
@@ -1235,22 +1226,29 @@ mod tests {
         }
     }
 
-    /// A few random edits: bytes that matter to the readers.
+    /// Bytes that matter to the readers.
+    const ALPHABET: &[u8] = b"[],0123456789 \n-.e+x\"{}:\\";
+
+    /// One random edit of a non-empty `d`: a byte of [`ALPHABET`] replaces, joins or a byte goes.
+    fn edit_once(rng: &mut Rng, d: &mut Vec<u8>) {
+        let at = rng.below(d.len() as u64) as usize;
+        let c = ALPHABET[rng.below(ALPHABET.len() as u64) as usize];
+        match rng.below(3) {
+            0 => d[at] = c,
+            1 => d.insert(at, c),
+            _ => {
+                d.remove(at);
+            }
+        }
+    }
+
+    /// A few random edits.
     fn mutate(rng: &mut Rng, mut d: Vec<u8>) -> Vec<u8> {
-        const ALPHABET: &[u8] = b"[],0123456789 \n-.e+x\"{}:\\";
         for _ in 0..1 + rng.below(3) {
             if d.is_empty() {
                 break;
             }
-            let at = rng.below(d.len() as u64) as usize;
-            let c = ALPHABET[rng.below(ALPHABET.len() as u64) as usize];
-            match rng.below(3) {
-                0 => d[at] = c,
-                1 => d.insert(at, c),
-                _ => {
-                    d.remove(at);
-                }
-            }
+            edit_once(rng, &mut d);
         }
         d
     }
