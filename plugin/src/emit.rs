@@ -36,12 +36,22 @@ pub const MARKER_MD: &str = "sqtt.marker";
 /// replaces. The pass's own M0 records are [`m0_trace_asm`].
 pub const HEADER_M0_TRACE_ASM: &str = "s_nop 0\n\ts_ttracedata";
 
-/// Asm text of one M0 record: `$1` is the value (an immediate or an SGPR), M0 is the output.
-pub fn m0_trace_asm(target: &Target) -> String {
+/// Asm text of one M0 record whose value is operand `$n` (an immediate or an SGPR).
+pub fn m0_trace_asm(target: &Target, n: usize) -> String {
     format!(
-        "s_mov_b32 m0, $1\n\ts_nop {}\n\ts_ttracedata",
+        "s_mov_b32 m0, ${n}\n\ts_nop {}\n\ts_ttracedata",
         target.m0_trace_nop()
     )
+}
+
+/// The constraint of an M0 record's value: a constant is an immediate (`s_mov_b32 m0, 20`),
+/// anything else must already be wave-uniform and is passed in an SGPR.
+fn m0_value_constraint(value: Value) -> &'static str {
+    if value.const_int_value().is_some() {
+        "i"
+    } else {
+        "s"
+    }
 }
 
 /// One record of a marker sequence.
@@ -348,17 +358,12 @@ impl<'s> Emitter<'s> {
         self.m0_record(b, target, value)
     }
 
-    /// One M0 record as a single asm ([`m0_trace_asm`]): a constant is an immediate operand
-    /// (`s_mov_b32 m0, 20`), anything else must already be wave-uniform and is passed in an SGPR.
+    /// One M0 record as a single asm ([`m0_trace_asm`], [`m0_value_constraint`]).
     fn m0_record(&self, b: &Builder, target: &Target, value: Value) -> Value {
         let m = self.module;
         let ty = m.fn_type(m.i32(), &[m.i32()]);
-        let constraints = if value.const_int_value().is_some() {
-            "={m0},i"
-        } else {
-            "={m0},s"
-        };
-        let asm = m.inline_asm(ty, &m0_trace_asm(target), constraints);
+        let constraints = format!("={{m0}},{}", m0_value_constraint(value));
+        let asm = m.inline_asm(ty, &m0_trace_asm(target, 1), &constraints);
         self.tag(b.call(ty, asm, &[value]))
     }
 
@@ -488,7 +493,6 @@ fn checked_asm(target: &Target, operands: &[Operand]) -> (String, String) {
         constraints.push("={m0}");
     }
     constraints.push("s");
-    let nop = target.m0_trace_nop();
     let mut lines = vec![
         format!("s_cmp_eq_u32 ${first}, 0"),
         format!("s_cbranch_scc1 {SCOPE_SKIP_LABEL}"),
@@ -498,14 +502,8 @@ fn checked_asm(target: &Target, operands: &[Operand]) -> (String, String) {
         match o {
             Operand::Imm(v) => lines.push(format!("s_ttracedata_imm 0x{v:x}")),
             Operand::M0(v) => {
-                constraints.push(if v.const_int_value().is_some() {
-                    "i"
-                } else {
-                    "s"
-                });
-                lines.push(format!("s_mov_b32 m0, ${next}"));
-                lines.push(format!("s_nop {nop}"));
-                lines.push("s_ttracedata".to_string());
+                constraints.push(m0_value_constraint(*v));
+                lines.push(m0_trace_asm(target, next));
                 next += 1;
             }
         }
