@@ -139,6 +139,9 @@ impl Module {
         (!g.is_null()).then_some(Value(g))
     }
 
+    pub fn i1(self) -> Type {
+        Type(unsafe { LLVMInt1TypeInContext(self.ctx()) })
+    }
     pub fn i16(self) -> Type {
         Type(unsafe { LLVMInt16TypeInContext(self.ctx()) })
     }
@@ -157,6 +160,12 @@ impl Module {
 
     pub fn const_i32(self, v: u32) -> Value {
         Value(unsafe { LLVMConstInt(self.i32().0, v as u64, 0) })
+    }
+
+    /// A literal (unnamed) struct of `fields`, e.g. an asm's several outputs.
+    pub fn struct_of(self, fields: &[Type]) -> Type {
+        let mut f: Vec<LLVMTypeRef> = fields.iter().map(|t| t.0).collect();
+        Type(unsafe { LLVMStructTypeInContext(self.ctx(), f.as_mut_ptr(), f.len() as c_uint, 0) })
     }
 
     pub fn fn_type(self, ret: Type, params: &[Type]) -> Type {

@@ -168,18 +168,14 @@ fn the_fence_is_the_spec_form_where_llvm_has_mmra() {
         // after the LDS store and before the one after the LDS load. Not before the first enter
         // (nothing issued yet), not after any record (nothing issued since the wait before it),
         // not before the exit that follows the barrier's workgroup fences (they wait already).
-        // The other six boundaries keep the compiler ordering as an empty `~{memory}` asm.
+        // The other six boundaries are the fence alone. No asm names a clobber: each would
+        // cost a lookup over every register of the target in ISel.
         assert_eq!(
-            ir.matches("call void asm sideeffect \"s_waitcnt lgkmcnt(0)\"")
+            ir.matches("call void asm sideeffect \"s_waitcnt lgkmcnt(0)\", \"\"()")
                 .count(),
             2,
             "{ir}"
         );
-        assert_eq!(
-            ir.matches("call void asm sideeffect \"\", \"~{memory}\"()")
-                .count(),
-            6,
-            "{ir}"
-        );
+        assert!(!ir.contains("~{"), "{ir}");
     }
 }

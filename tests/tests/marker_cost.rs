@@ -301,6 +301,59 @@ fn the_lds_wait_is_only_where_an_lds_operation_may_be_in_flight() {
     }
 }
 
+/// Every feature on (functions, barriers, memory groups, a payload, the scope filter, the
+/// default fence): no asm the plugin makes names a clobber. LLVM resolves `~{scc}`, `~{m0}` or
+/// `~{memory}` by comparing the name with every register of every class, in ISel, per asm:
+/// most of what the markers cost llc (ci/bench-pass.sh). SCC and M0 are outputs instead.
+#[test]
+fn the_markers_asm_names_no_clobber() {
+    const SOURCE: &str = r#"
+#include <hip/hip_runtime.h>
+#include "markers.hpp"
+
+__global__ void busy_kernel(int *out, const int *in) {
+  __shared__ int lds[256];
+  int t = threadIdx.x;
+  sqtt_marker_enter("load");
+  lds[t] = in[t];
+  __syncthreads();
+  sqtt_marker_data("value", lds[255 - t]);
+  out[t] = lds[255 - t] + in[t + 256];
+  sqtt_marker_exit("load");
+}
+"#;
+    let env = [
+        ("SQTT_SCOPE_CU", "0x1"),
+        ("SQTT_SCOPE_SIMD", "0x1"),
+        ("SQTT_INSTRUMENT_FUNCTIONS", "1"),
+        ("SQTT_INSTRUMENT_BARRIERS", "1"),
+        ("SQTT_INSTRUMENT_MEMORY", "2:5"),
+    ];
+    for arch in arches() {
+        let dir = workdir();
+        let ll = dir.path().join("k.ll");
+        let mut c = kernel_command(dir.path(), SOURCE, arch, Some(&env));
+        c.args(["-S", "-emit-llvm", "-o"]).arg(&ll);
+        run_ok(&mut c);
+        let ir = std::fs::read_to_string(&ll).unwrap();
+        let asms: Vec<&str> = ir
+            .lines()
+            .filter(|l| l.contains("asm sideeffect") && l.contains("!sqtt.marker"))
+            .collect();
+        let checks = asms.iter().filter(|l| l.contains("s_cbranch_scc1")).count();
+        assert!(checks >= 4, "{arch}: {checks} scope-checked asms:\n{ir}");
+        for l in &asms {
+            assert!(!l.contains("~{"), "{arch}: a clobber in\n{l}");
+            if l.contains("s_cbranch_scc1") {
+                assert!(l.contains("={scc}"), "{arch}: SCC is not an output in\n{l}");
+            }
+            if l.contains("s_mov_b32 m0") {
+                assert!(l.contains("\"={m0}"), "{arch}: M0 is not an output in\n{l}");
+            }
+        }
+    }
+}
+
 /// Helpers that end at or below the function threshold get no markers, and the placeholders the
 /// early phase would give them must not change the code meanwhile: a leaf (its size settled
 /// before optimisation) gets none, a helper with a loop loses them as soon as it is inlined away.

@@ -44,7 +44,7 @@ fn run(after: &str) -> String {
         "no scope check in the record's asm:\n{ir}"
     );
     assert!(
-        ir.contains("\"={m0},s,i,~{scc}\"(i32 %") && ir.contains(", i32 300)"),
+        ir.contains("\"={m0},={scc},s,i\"(i32 %") && ir.contains(", i32 300)"),
         "the numeric marker was not replaced:\n{ir}"
     );
     ir
