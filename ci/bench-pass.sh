@@ -49,7 +49,8 @@ if [ "${1:-}" = --lanes ]; then
   # goes into the cached chroot, once, through the lane's apt step (time-limited by
   # SQTT_NET_TIMEOUT); the CI lanes themselves do not install it.
   SQTT_LANE_EXTRA_PACKAGES="librocprim-dev ${SQTT_LANE_EXTRA_PACKAGES:-}" \
-    bash ci/sid-lane.sh -- env ${SID_BEFORE_PLUGIN:+BEFORE_PLUGIN="$SID_BEFORE_PLUGIN"} \
+    bash ci/sid-lane.sh -- env BEFORE_REF="$BEFORE_REF" RUNS="$RUNS" SRC="$SRC" \
+    ${SID_BEFORE_PLUGIN:+BEFORE_PLUGIN="$SID_BEFORE_PLUGIN"} \
     bash ci/bench-pass.sh --rows "$@" >>"$rows"
   bash ci/bench-pass.sh --print "$rows"
   exit 0
@@ -101,6 +102,9 @@ fi
 before_source() {
   src=target/bench-before/src-$BEFORE_REF
   if [ ! -f "$src/Cargo.toml" ]; then
+    # The lane's chroot has no git: --lanes unpacks the tree on the host first (and passes
+    # BEFORE_REF in, as the chroot starts from an empty environment).
+    command -v git >/dev/null || { echo "bench-pass: no $src and no git to unpack $BEFORE_REF" >&2; exit 2; }
     rm -rf "$src" && mkdir -p "$src"
     git archive "$BEFORE_REF" | tar -x -C "$src"
   fi
