@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): what the plugin costs on a large kernel file (rocPRIM algorithms), with
 # every feature on, for the plugin of this tree ("after") against the one of BEFORE_REF
-# ("before"), measured side by side in one run:
+# ("before") and, when given, a reference plugin (AMD's sqtt-marker pass built by the user for
+# the same LLVM: it reads the same SQTT_* variables), measured side by side in one run:
 #   - compile time: device compile with the plugin against the same compile without it (ratio),
 #     and the pass's own share of the instrumented compile, from clang's -ftime-report (the
 #     plugin's passes appear as "{anonymous}::Pass<ModuleIR>" and "...<FunctionIR>" through
@@ -18,12 +19,16 @@
 #                                  gfx1030 (gfx942 gfx1100 on LLVM 19+: the device libraries of
 #                                  Debian sid's hipcc have no gfx90a/gfx1030)
 #   ci/bench-pass.sh --lanes       bookworm's hipcc 5.2.3 (LLVM 15) here, then Debian sid's
-#                                  hipcc 7.0.2 (LLVM 21) through ci/sid-lane.sh, side by side;
-#                                  installs sid's librocprim-dev into the sid chroot (cached)
+#                                  hipcc 7.0.2 (LLVM 21) through ci/sid-lane.sh and experimental's
+#                                  hipcc 7.2.4 (LLVM 22) through ci/experimental-lane.sh, side by
+#                                  side; installs librocprim-dev into those chroots (cached)
 # Settings: HIPCC; PLUGIN (after; default: SQTT_PLUGIN in a lane, else built from this tree);
 # BEFORE_PLUGIN (default: built from BEFORE_REF, default 0cdd586, the last commit before shared
-# scope checks and reduced waits, into target/bench-before; SID_BEFORE_PLUGIN, a path inside the
-# chroot, for the sid leg of --lanes); RUNS (compiles per configuration, default 2); SRC.
+# scope checks and reduced waits, into target/bench-before; SID_BEFORE_PLUGIN and
+# EXPERIMENTAL_BEFORE_PLUGIN, paths inside the chroots, for the legs of --lanes);
+# REFERENCE_PLUGIN_<LLVM major> or REFERENCE_PLUGIN (a plugin for that major to measure in the same
+# alternation, its figures in a third column; inside a chroot leg, a path in the chroot);
+# RUNS (compiles per configuration, default 2); SRC.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -48,30 +53,41 @@ if [ "${1:-}" = --lanes ]; then
   # Bookworm's rocPRIM 5.3 headers do not compile under hipcc 7: sid's own librocprim-dev (6.4)
   # goes into the cached chroot, once, through the lane's apt step (time-limited by
   # SQTT_NET_TIMEOUT); the CI lanes themselves do not install it.
-  SQTT_LANE_EXTRA_PACKAGES="librocprim-dev ${SQTT_LANE_EXTRA_PACKAGES:-}" \
-    bash ci/sid-lane.sh -- env BEFORE_REF="$BEFORE_REF" RUNS="$RUNS" SRC="$SRC" \
-    ${SID_BEFORE_PLUGIN:+BEFORE_PLUGIN="$SID_BEFORE_PLUGIN"} \
-    bash ci/bench-pass.sh --rows "$@" >>"$rows"
+  for leg in sid:21 experimental:22; do
+    suite=${leg%:*} major=${leg#*:}
+    before_var=${suite^^}_BEFORE_PLUGIN reference_var=REFERENCE_PLUGIN_$major
+    SQTT_LANE_EXTRA_PACKAGES="librocprim-dev ${SQTT_LANE_EXTRA_PACKAGES:-}" \
+      bash "ci/$suite-lane.sh" -- env BEFORE_REF="$BEFORE_REF" RUNS="$RUNS" SRC="$SRC" \
+      ${!before_var:+BEFORE_PLUGIN="${!before_var}"} \
+      ${!reference_var:+REFERENCE_PLUGIN="${!reference_var}"} \
+      bash ci/bench-pass.sh --rows "$@" >>"$rows"
+  done
   bash ci/bench-pass.sh --print "$rows"
   exit 0
 fi
 
 if [ "${1:-}" = --print ]; then
-  # Rows: llvm arch metric before after
+  # Rows: llvm arch metric before after reference ("-": none measured)
   awk -F'\t' '
     { key = $1 "\t" $2; if (!(key in seen)) { seen[key] = 1; order[++n] = key }
-      v[key, $3, "b"] = $4; v[key, $3, "a"] = $5 }
+      v[key, $3, "b"] = $4; v[key, $3, "a"] = $5; v[key, $3, "r"] = ($6 == "" ? "-" : $6) }
+    function cell(k, m) {
+      r = v[k, m, "r"]
+      return sprintf("%5.2f -> %5.2f %6s", v[k, m, "b"], v[k, m, "a"],
+        r == "-" ? "" : sprintf("(%.2f)", r))
+    }
     END {
-      printf "%-8s %-8s | %-25s | %-25s | %-25s | %s\n", "LLVM", "arch", "pass share (%, < 5)",
-        "CPU time ratio (<= 1.3)", "added instr. per marker", "LDS waits per marker"
-      printf "%-8s %-8s | %-25s | %-25s | %-25s | %s\n", "", "", "before -> after",
-        "before -> after", "before -> after", "before -> after"
+      printf "%-5s %-8s | %-20s | %-20s | %-20s | %-20s | %s\n", "LLVM", "arch",
+        "pass share %, < 5", "CPU ratio, <= 1.3", "min CPU ratio", "added instr./marker",
+        "LDS waits/marker"
+      printf "%-5s %-8s | %-20s | %-20s | %-20s | %-20s | %s\n", "", "",
+        "before -> after (ref)", "median of runs", "", "", ""
       for (i = 1; i <= n; i++) {
         k = order[i]; split(k, f, "\t")
-        printf "%-8s %-8s | %8.2f -> %-12.2f | %8.2f -> %-12.2f | %8.2f -> %-12.2f | %.2f -> %.2f\n",
-          f[1], f[2], v[k, "share", "b"], v[k, "share", "a"], v[k, "ratio", "b"], v[k, "ratio", "a"],
-          v[k, "per", "b"], v[k, "per", "a"], v[k, "waits", "b"], v[k, "waits", "a"]
+        printf "%-5s %-8s | %-20s | %-20s | %-20s | %-20s | %s\n", f[1], f[2], cell(k, "share"),
+          cell(k, "ratio"), cell(k, "minratio"), cell(k, "per"), cell(k, "waits")
       }
+      print "(ref): the reference plugin (REFERENCE_PLUGIN), where one was measured"
     }' "$2"
   exit 0
 fi
@@ -109,6 +125,13 @@ before_source() {
     git archive "$BEFORE_REF" | tar -x -C "$src"
   fi
 }
+REFERENCE_VAR=REFERENCE_PLUGIN_$MAJOR
+REFERENCE_PLUGIN=${!REFERENCE_VAR:-${REFERENCE_PLUGIN:-}}
+CONFIGS=(plain before after)
+if [ -n "$REFERENCE_PLUGIN" ]; then
+  [ -f "$REFERENCE_PLUGIN" ] || { echo "bench-pass: no reference plugin $REFERENCE_PLUGIN" >&2; exit 2; }
+  CONFIGS+=(reference)
+fi
 if [ -z "${BEFORE_PLUGIN:-}" ]; then
   before_source
   (cd "$src" && cargo build --release -p sqtt-plugin "${features[@]}" \
@@ -128,6 +151,8 @@ children_cpu() {
 }
 calc() { awk "BEGIN { printf \"%.6f\", $1 }"; } # no bc in the chroots
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END { print a[int((NR + 1) / 2)] }'; }
+# The least of the runs: other work on the machine only ever adds time.
+least() { printf '%s\n' "$@" | sort -g | head -1; }
 # instructions, s_ttracedata* records, LDS waits of a code object
 count() {
   "$OBJDUMP" -d --mcpu="$2" "$1" | awk '
@@ -142,19 +167,20 @@ count() {
     END { flush(); printf "%d %d %d\n", total, records, waits }'
 }
 
-row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@"; }
+row() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@"; }
 for arch in "${ARCHES[@]}"; do
   common=(-std=c++17 --offload-arch="$arch" --cuda-device-only -c --no-gpu-bundle-output
     -Wno-unused-result "$SRC")
   declare -A times=() shares=() res=()
   for _ in $(seq "$RUNS"); do
     # Alternating, so that a busy moment on the machine hits every configuration alike.
-    for cfg in plain before after; do
+    for cfg in "${CONFIGS[@]}"; do
       obj=$OUT/$cfg-$MAJOR-$arch.o
       args=(-ftime-report)
       case $cfg in
       before) args+=(-DSQTT_ENABLED=1 -fpass-plugin="$BEFORE_PLUGIN") ;;
       after) args+=(-DSQTT_ENABLED=1 -fpass-plugin="$PLUGIN") ;;
+      reference) args+=(-DSQTT_ENABLED=1 -fpass-plugin="$REFERENCE_PLUGIN") ;;
       esac
       times >"$OUT/times-start"
       report=$("$HIPCC" "${args[@]}" "${common[@]}" -o "$obj" 2>&1 >/dev/null) || {
@@ -166,8 +192,8 @@ for arch in "${ARCHES[@]}"; do
       times[$cfg]="${times[$cfg]:-} $total"
       if [ "$cfg" != plain ]; then
         # User+System column of every plugin pass row: the fifth number (user, its percentage,
-        # system, its percentage, user+system, ...).
-        pass=$(printf '%s\n' "$report" | awk '/\{anonymous\}::Pass<(Module|Function)IR>|Sqtt(Module|Prune)Pass/ {
+        # system, its percentage, user+system, ...). AMD's pass registers as "SQTT...Pass".
+        pass=$(printf '%s\n' "$report" | awk '/\{anonymous\}::Pass<(Module|Function)IR>|Sqtt(Module|Prune)Pass|SQTT[A-Za-z]*Pass/ {
           k = 0; n = split($0, f, /[ ()%]+/)
           for (i = 1; i <= n; i++) if (f[i] ~ /^[0-9.]+$/ && ++k == 5) sum += f[i] }
           END { printf "%.4f", sum }')
@@ -178,10 +204,12 @@ for arch in "${ARCHES[@]}"; do
   # shellcheck disable=SC2086 # word lists on purpose
   {
     tp=$(median ${times[plain]})
+    lp=$(least ${times[plain]})
     read -r ip _ wp <<<"$(count "$OUT/plain-$MAJOR-$arch.o" "$arch")"
-    for cfg in before after; do
+    for cfg in "${CONFIGS[@]:1}"; do
       read -r i r w <<<"$(count "$OUT/$cfg-$MAJOR-$arch.o" "$arch")"
       res[ratio_$cfg]=$(calc "$(median ${times[$cfg]}) / $tp")
+      res[minratio_$cfg]=$(calc "$(least ${times[$cfg]}) / $lp")
       res[share_$cfg]=$(median ${shares[$cfg]})
       res[per_$cfg]=$(calc "($i - $ip) / $r")
       res[waits_$cfg]=$(calc "($w - $wp) / $r")
@@ -192,8 +220,8 @@ for arch in "${ARCHES[@]}"; do
     echo "bench-pass: $arch: ${res[records_before]} records before, ${res[records_after]} after" >&2
   fi
   rows=$(
-    for m in share ratio per waits; do
-      row "$MAJOR" "$arch" "$m" "${res[${m}_before]}" "${res[${m}_after]}"
+    for m in share ratio minratio per waits; do
+      row "$MAJOR" "$arch" "$m" "${res[${m}_before]}" "${res[${m}_after]}" "${res[${m}_reference]:--}"
     done
   )
   records=${res[records_after]}
