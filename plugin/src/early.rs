@@ -6,12 +6,12 @@
 //!   device functions, recording their pre-optimisation size;
 //! - writes the ledger into the module.
 //!
-//! Bare markers are `asm sideeffect "; sqtt marker"` calls tagged `!sqtt.m`: they travel with the
-//! code through inlining and are replaced by real marker sequences in the late phase.
+//! Bare markers are `asm sideeffect "; sqtt marker KEY ROLE"` calls (tagged `!sqtt.m`): they travel
+//! with the code through inlining and are replaced by real marker sequences in the late phase.
 
 use sqtt_config::Settings;
 
-use crate::ledger::{EarlyKind, EarlyLedger, Role};
+use crate::ledger::{placeholder_asm, EarlyKind, EarlyLedger, Role};
 use crate::llvm::{MdItem, Module, Value};
 use crate::named::{collect, fusable, resolve_name, Sentinel};
 use crate::size::{above, function_size, SizeBound};
@@ -19,9 +19,6 @@ use crate::{funcmap_emit, is_sqtt_instruction};
 
 /// Function metadata naming the ledger entry of an instrumented function.
 pub const FUNC_ID_MD: &str = "sqtt.func.id";
-
-/// The asm text of a bare early marker (emits nothing if it ever reached codegen).
-pub const BARE_MARKER_ASM: &str = "; sqtt marker";
 
 /// Device-library and runtime internals that are never instrumented.
 const EXCLUDED_PREFIXES: &[&str] = &[
@@ -231,7 +228,7 @@ fn bare_marker_with_payload(
     let call = match payload {
         None => {
             let ty = m.fn_type(m.void(), &[]);
-            let asm = m.inline_asm(ty, BARE_MARKER_ASM, "");
+            let asm = m.inline_asm(ty, &placeholder_asm(key, role), "");
             b.call(ty, asm, &[])
         }
         Some(v) => {
@@ -242,11 +239,11 @@ fn bare_marker_with_payload(
                 b.zext_or_bitcast(v, i32t)
             };
             let ty = m.fn_type(m.void(), &[i32t]);
-            let asm = m.inline_asm(ty, BARE_MARKER_ASM, "{m0}");
+            let asm = m.inline_asm(ty, &placeholder_asm(key, role), "{m0}");
             b.call(ty, asm, &[v])
         }
     };
-    ledger.tag(m, call, key, role, removable_if_gone);
+    ledger.tag(m, call, removable_if_gone);
 }
 
 /// Resolves named enter/exit/point markers whose names are known now. Data markers and names

@@ -78,7 +78,7 @@ fn early_markers(m: Module) -> Vec<EarlyMarker> {
     for f in m.functions() {
         for bb in f.blocks() {
             for inst in bb.instructions() {
-                if let Some((key, role)) = ledger::read_tag(m, inst) {
+                if let Some((key, role)) = ledger::read_tag(inst) {
                     out.push(EarlyMarker {
                         function: f,
                         inst,

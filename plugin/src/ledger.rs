@@ -1,8 +1,8 @@
 //! Marker IDs.
 //!
 //! The early phase records what it instrumented in module metadata (`!sqtt.markers.early`) and
-//! tags each bare marker it places with `!sqtt.m !{key, role}`; keys carry a per-translation-unit
-//! prefix so that modules linked together (`-fgpu-rdc`) never mix them up. The late phase reads
+//! writes each bare marker's key and role into its asm text ([`placeholder_asm`]); keys carry a
+//! per-translation-unit prefix so that modules linked together (`-fgpu-rdc`) never mix them up. The late phase reads
 //! the ledger back, applies the function threshold, compacts the surviving IDs by emission count
 //! (ties by original order) and allocates every later ID from the same counter ([`FinalIds`]).
 
@@ -14,11 +14,26 @@ use crate::llvm::{MdItem, Module, Value};
 
 /// Module metadata holding the early ledger.
 pub const EARLY_LEDGER_MD: &str = "sqtt.markers.early";
-/// Instruction metadata tagging a bare early marker: `!{i64 key, i64 role}`, or
-/// `!{i64 key, i64 role, !"function"}` for the markers of a function at or below the threshold
-/// before optimisation, which the late phase removes if that function is gone by then (see
-/// [`crate::prune`]).
+/// Instruction metadata on a bare early marker: `!{}`, or `!{!"function"}` for the markers of a
+/// function at or below the threshold before optimisation, which the late phase removes if that
+/// function is gone by then (see [`crate::prune`]). Only a hint: the marker's identity is its asm
+/// text, and the optimiser may drop the tag ([`placeholder_asm`]).
 pub const MARKER_TAG_MD: &str = "sqtt.m";
+
+/// What the asm text of every bare early marker starts with (an asm comment: it emits nothing
+/// if one ever reached codegen).
+pub const PLACEHOLDER_PREFIX: &str = "; sqtt marker ";
+
+/// The asm text of a bare early marker: `; sqtt marker KEY ROLE`. The identity lives in the
+/// text, not in metadata, because SimplifyCFG hoists or sinks identical calls from the two
+/// sides of a branch into one and drops the metadata it does not know: with one text for every
+/// placeholder, `if (c) point("a"); else point("b");` became a single untagged asm and both
+/// markers vanished. Placeholders of different markers now differ (the optimiser cannot merge
+/// calls of different asm), and two copies of the same marker merged into one remain that marker,
+/// met once on every path as before.
+pub fn placeholder_asm(key: u64, role: Role) -> String {
+    format!("{PLACEHOLDER_PREFIX}{key} {}", role as u64)
+}
 
 /// What an early ledger entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -152,18 +167,11 @@ impl EarlyLedger {
     /// Tags a bare marker. `removable_if_gone` names the small function whose marker it is
     /// (pre-optimisation size at or below the threshold): once that function has no definition,
     /// the marker is certain to go.
-    pub fn tag(
-        &self,
-        m: Module,
-        inst: Value,
-        key: u64,
-        role: Role,
-        removable_if_gone: Option<&str>,
-    ) {
-        let mut items = vec![MdItem::Int(key), MdItem::Int(role as u64)];
-        if let Some(name) = removable_if_gone {
-            items.push(MdItem::Str(name.to_string()));
-        }
+    pub fn tag(&self, m: Module, inst: Value, removable_if_gone: Option<&str>) {
+        let items: Vec<MdItem> = removable_if_gone
+            .map(|name| MdItem::Str(name.to_string()))
+            .into_iter()
+            .collect();
         inst.set_metadata(self.tag_kind, m.md_node(&items));
     }
 
@@ -218,22 +226,20 @@ pub fn read_early(m: Module) -> Vec<EarlyEntry> {
     out
 }
 
-/// The tag of a bare early marker.
-pub fn read_tag(m: Module, inst: Value) -> Option<(u64, Role)> {
-    let items = inst.metadata_items(crate::tag_kinds(m).0)?;
-    match items.as_slice() {
-        [MdItem::Int(key), MdItem::Int(role)]
-        | [MdItem::Int(key), MdItem::Int(role), MdItem::Str(_)] => {
-            Some((*key, Role::from_code(*role)?))
-        }
-        _ => None,
-    }
+/// The key and role of a bare early marker, read from its asm text ([`placeholder_asm`]); None
+/// for any other instruction.
+pub fn read_tag(inst: Value) -> Option<(u64, Role)> {
+    let text = inst
+        .called_inline_asm_ref()?
+        .strip_prefix(PLACEHOLDER_PREFIX)?;
+    let (key, role) = text.split_once(' ')?;
+    Some((key.parse().ok()?, Role::from_code(role.parse().ok()?)?))
 }
 
 /// The function named by a bare marker's tag whose disappearance settles that the marker goes.
 pub fn removable_if_gone(items: &[MdItem]) -> Option<&str> {
     match items {
-        [MdItem::Int(_), MdItem::Int(_), MdItem::Str(name)] => Some(name),
+        [MdItem::Str(name)] => Some(name),
         _ => None,
     }
 }

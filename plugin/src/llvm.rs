@@ -437,6 +437,12 @@ impl Value {
 
     /// The callee of a call to inline asm, if it is one.
     pub fn called_inline_asm(self) -> Option<String> {
+        self.called_inline_asm_ref().map(str::to_string)
+    }
+
+    /// The text of the inline asm this instruction calls, without copying it, borrowed from
+    /// this handle (as [`Value::name_ref`]).
+    pub fn called_inline_asm_ref(&self) -> Option<&str> {
         if !self.is_call() {
             return None;
         }
@@ -444,7 +450,14 @@ impl Value {
         if unsafe { LLVMIsAInlineAsm(callee) }.is_null() {
             return None;
         }
-        Some(inline_asm_text(callee))
+        let mut len = 0usize;
+        let p = unsafe { sqtt_shim_inline_asm_string(callee, &mut len) };
+        if p.is_null() {
+            return Some("");
+        }
+        // The text lives in the context's uniqued InlineAsm, as long as the call does.
+        let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, len) };
+        Some(std::str::from_utf8(bytes).unwrap_or(""))
     }
 
     pub fn operand(self, i: u32) -> Value {
@@ -751,12 +764,6 @@ impl Value {
         let c = cstr(name);
         Block(unsafe { sqtt_shim_split_block(self.0, c.as_ptr()) })
     }
-}
-
-fn inline_asm_text(callee: LLVMValueRef) -> String {
-    let mut len = 0usize;
-    let p = unsafe { sqtt_shim_inline_asm_string(callee, &mut len) };
-    string_of(p, len)
 }
 
 impl Block {

@@ -62,9 +62,18 @@ fn tail(bytes: &[u8]) -> String {
 /// `opt -passes=sqtt` under `env` (and no other `SQTT_*` variable), then `llc` to assembly (with
 /// the machine verifier) and to an object.
 fn build(name: &str, cpu: &str, env: &[(&str, &str)]) -> Result<Build, String> {
-    let out = opt_sqtt(&retarget(&fixture(name), cpu), env);
+    build_with(name, cpu, "sqtt", env)
+}
+
+/// [`build`] through the opt pipeline `passes` (`sqtt` alone, or a whole `default<O2>` whose
+/// extension points run the plugin's phases).
+fn build_with(name: &str, cpu: &str, passes: &str, env: &[(&str, &str)]) -> Result<Build, String> {
+    let out = opt_passes(&retarget(&fixture(name), cpu), passes, env);
     if !out.status.success() {
-        return Err(format!("opt -passes=sqtt failed:\n{}", tail(&out.stderr)));
+        return Err(format!(
+            "opt -passes={passes} failed:\n{}",
+            tail(&out.stderr)
+        ));
     }
     let ir = String::from_utf8_lossy(&out.stdout).into_owned();
     let dir = workdir();
@@ -437,6 +446,55 @@ fn clock_packing() {
                 c.funcmap(&n, &b.obj, BARRIER_FUNCMAP);
             }
         }
+    }
+    c.finish();
+}
+
+/// Markers on both sides of a branch through the whole `default<O2>` pipeline: the early phase,
+/// the inliner, SimplifyCFG (which hoists identical leading calls of two sides into their
+/// predecessor, sinks identical trailing ones into the successor, and drops the metadata it does
+/// not know of the merged call), then the late phase. Every named point and both inlined helpers'
+/// enter and exit markers are written, once each; the funcmap lists them. With one asm text for
+/// every placeholder (identity in metadata only), both kernels lost all their markers.
+#[test]
+fn markers_on_both_sides_of_a_branch_survive() {
+    const FUNCMAP: &str = "F:1:helper_a
+F:2:helper_b
+K:branch_kernel
+K:helper_kernel
+P:3:then_first
+P:4:then_last
+P:5:else_first
+P:6:else_last";
+    let env = [
+        ("SQTT_INSTRUMENT_FUNCTIONS", "1"),
+        ("SQTT_SCOPE_CU", "-1"),
+        ("SQTT_MEM_BARRIER", "none"),
+    ];
+    let mut c = Checks::new();
+    for cpu in arches() {
+        let n = format!("{cpu} branch_markers");
+        let Some(b) = c.step(
+            &n,
+            build_with("branch_markers.ll", &cpu, "default<O2>", &env),
+        ) else {
+            continue;
+        };
+        c.check(
+            format!("{n}: no placeholder left"),
+            !b.ir.contains("sqtt marker"),
+            || "an early placeholder reached the output".into(),
+        );
+        // Points (id << 2) once each; helpers: enter ((id << 2) | 2) and an exit (1) on each side.
+        for (kernel, want) in [
+            ("branch_kernel", vec!["12", "16", "20", "24"]),
+            ("helper_kernel", vec!["1", "1", "10", "6"]),
+        ] {
+            let got = trace_record_values(&function_instructions(&b.asm, kernel));
+            let want = want.iter().map(|v| v.to_string()).collect();
+            c.eq(format!("{n}: {kernel} records"), sorted(got), sorted(want));
+        }
+        c.funcmap(&n, &b.obj, FUNCMAP);
     }
     c.finish();
 }
