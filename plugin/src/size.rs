@@ -14,11 +14,16 @@ fn weight(i: Value, weighted: bool, is_sqtt: &dyn Fn(Value) -> bool) -> u64 {
     }
     if let Some(f) = i.called_function() {
         let n = f.name_ref();
-        if n.starts_with("llvm.dbg.") || n.starts_with("llvm.lifetime.") {
+        if n.starts_with("llvm.dbg.") {
             return 0;
         }
         if !weighted {
+            // The spec's count skips PHIs, allocas, debug intrinsics and `unreachable` only
+            // (so does AMD's pass): lifetime markers count here, weigh nothing below.
             return 1;
+        }
+        if n.starts_with("llvm.lifetime.") {
+            return 0;
         }
         if n.starts_with("llvm.amdgcn.mfma")
             || n.starts_with("llvm.amdgcn.wmma")
@@ -41,10 +46,12 @@ fn weight(i: Value, weighted: bool, is_sqtt: &dyn Fn(Value) -> bool) -> u64 {
     } else {
         None
     };
-    match pointer.and_then(|p| p.pointer_address_space()) {
-        Some(3) => 4,
-        Some(0) | Some(1) => 10,
-        _ => 1,
+    // LDS is cheap; every other load or store goes out to memory (global and flat, but also
+    // constant, scratch and buffer-resource pointers), as AMD's pass weighs them.
+    match pointer.map(|p| p.pointer_address_space()) {
+        None => 1,
+        Some(Some(3)) => 4,
+        Some(_) => 10,
     }
 }
 

@@ -662,6 +662,69 @@ fn memory_gap_breaks_groups() {
     assert_eq!(out.matches(&imm_record_ir(4)).count(), 2, "{out}");
 }
 
+/// The size a threshold is compared with, as the spec and AMD's pass measure it: the count (`N`)
+/// skips PHIs, allocas, debug intrinsics and `unreachable` only, so lifetime markers count; the
+/// cost (`cost:N`) weighs every load and store outside LDS 10, constant and scratch memory
+/// included, and lifetime markers 0. The function below is 5 by count (two lifetime markers, a
+/// store, a load, the return) and 21 by cost (10 + 10 + 1).
+#[test]
+fn function_size_counts_as_the_spec_and_amds_pass() {
+    // LLVM 22 dropped the size operand of the lifetime intrinsics.
+    let (start, end) = if llvm_major() >= 22 {
+        (
+            "call void @llvm.lifetime.start.p5(ptr addrspace(5) %a)",
+            "call void @llvm.lifetime.end.p5(ptr addrspace(5) %a)",
+        )
+    } else {
+        (
+            "call void @llvm.lifetime.start.p5(i64 4, ptr addrspace(5) %a)",
+            "call void @llvm.lifetime.end.p5(i64 4, ptr addrspace(5) %a)",
+        )
+    };
+    let decls = if llvm_major() >= 22 {
+        "declare void @llvm.lifetime.start.p5(ptr addrspace(5) nocapture)\ndeclare void @llvm.lifetime.end.p5(ptr addrspace(5) nocapture)"
+    } else {
+        "declare void @llvm.lifetime.start.p5(i64 immarg, ptr addrspace(5) nocapture)\ndeclare void @llvm.lifetime.end.p5(i64 immarg, ptr addrspace(5) nocapture)"
+    };
+    let ir = format!(
+        r#"target triple = "amdgcn-amd-amdhsa"
+@c = addrspace(4) constant i32 7
+define internal void @sized(i32 %x) #0 {{
+  %a = alloca i32, align 4, addrspace(5)
+  {start}
+  store volatile i32 %x, ptr addrspace(5) %a
+  %v = load volatile i32, ptr addrspace(4) @c
+  {end}
+  ret void
+}}
+define amdgpu_kernel void @k(i32 %x) #0 {{
+  call void @sized(i32 %x)
+  ret void
+}}
+{decls}
+attributes #0 = {{ "target-cpu"="gfx1030" }}
+"#
+    );
+    for (threshold, instrumented) in [
+        ("4", true),
+        ("5", false),
+        ("cost:20", true),
+        ("cost:21", false),
+    ] {
+        let env = [
+            ("SQTT_INSTRUMENT_FUNCTIONS", threshold),
+            ("SQTT_SCOPE_CU", "-1"),
+            ("SQTT_MEM_BARRIER", "none"),
+        ];
+        let out = opt_sqtt_ok(&ir, &env);
+        assert_eq!(
+            out.contains("F:1:sized"),
+            instrumented,
+            "SQTT_INSTRUMENT_FUNCTIONS={threshold}:\n{out}"
+        );
+    }
+}
+
 /// The two phases in IR: the early phase leaves tagged bare markers, `!sqtt.func.id` and the
 /// `!sqtt.markers.early` ledger; the late phase reads them back, applies the threshold to the
 /// (now smaller) function and writes the funcmap.
@@ -705,7 +768,7 @@ attributes #0 = {{ "target-cpu"="gfx1030" }}
         "{early}"
     );
     assert_eq!(
-        early.matches("asm sideeffect \"; sqtt marker\"").count(),
+        early.matches("asm sideeffect \"; sqtt marker ").count(),
         2,
         "{early}"
     );
