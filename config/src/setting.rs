@@ -146,7 +146,7 @@ settings! {
         forms: "N:M with N >= 1 operations per marker and M >= 0 the largest instruction gap \
                 (e.g. 2:5), or off",
         toml: Toml::StringOrFalse,
-        doc: "Point markers on groups of global/flat/buffer memory operations: \"N:M\" = one \
+        doc: "Point markers on groups of memory operations (global, flat, constant, buffer; not LDS or scratch): \"N:M\" = one \
               marker per N operations, a group ends at a gap of more than M instructions or a \
               load/store change. \"off\" to disable. Cannot be combined with trace_addresses.",
         set: |s, v| parse_memory(v).map(|m| s.instrument_memory = m),

@@ -1,5 +1,6 @@
-//! Memory operation markers (`SQTT_INSTRUMENT_MEMORY=N:M`): global, flat and buffer loads and
-//! stores (atomics count as stores), never LDS or scratch. Operations of one kind form groups of
+//! Memory operation markers (`SQTT_INSTRUMENT_MEMORY=N:M`): loads and stores through any
+//! pointer but LDS and scratch ones (global, flat, constant, buffer), global/flat atomic and
+//! buffer intrinsics (atomics count as stores). Operations of one kind form groups of
 //! up to N with gaps of at most M instructions; a load/store change always ends a group. Each
 //! group gets one `vmem_load` / `vmem_store` point marker directly after its last operation (as
 //! AMD's pass places it: the marker's time is when the group has been issued).
@@ -23,8 +24,13 @@ pub struct MemoryIds {
     pub store: u32,
 }
 
+/// Whether an access through `ptr` goes to memory: every address space but LDS (3) and scratch
+/// (5), as the spec excludes them and AMD's pass counts. Constant memory (4, 6) is included: a
+/// `__constant__` table read at a per-lane index is a vector load like a global one, and buffer
+/// pointers (7, 8, 9) become buffer instructions.
 fn is_vmem_space(ptr: Value) -> bool {
-    matches!(ptr.pointer_address_space(), Some(0) | Some(1))
+    ptr.pointer_address_space()
+        .is_some_and(|space| space != 3 && space != 5)
 }
 
 /// The kind of a vector memory operation, if `i` is one.

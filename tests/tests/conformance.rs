@@ -637,6 +637,58 @@ attributes #0 = { "target-cpu"="gfx1030" }
     }
 }
 
+/// What a memory operation is: loads through global, flat, constant and buffer pointers get
+/// `vmem_load` markers, LDS and scratch ones none (one operation per marker, so each marked load
+/// is a record of its own; a scratch and an LDS load stand between them).
+#[test]
+fn memory_markers_cover_every_space_but_lds_and_scratch() {
+    let ir = r#"target triple = "amdgcn-amd-amdhsa"
+@table = addrspace(4) constant [4 x i32] [i32 1, i32 2, i32 3, i32 4]
+@lds = internal addrspace(3) global i32 undef
+define amdgpu_kernel void @k(ptr addrspace(1) %g, ptr %f, ptr addrspace(7) %rsrc, i32 %i) #0 {
+  %s = alloca i32, align 4, addrspace(5)
+  %a = load volatile i32, ptr addrspace(1) %g
+  %b = load volatile i32, ptr addrspace(5) %s
+  %c = load volatile i32, ptr %f
+  %d = load volatile i32, ptr addrspace(3) @lds
+  %t = getelementptr [4 x i32], ptr addrspace(4) @table, i32 0, i32 %i
+  %e = load volatile i32, ptr addrspace(4) %t
+  %x = load volatile i32, ptr addrspace(7) %rsrc
+  ret void
+}
+attributes #0 = { "target-cpu"="gfx1030" }
+"#;
+    let out = opt_sqtt_ok(
+        ir,
+        &[
+            ("SQTT_INSTRUMENT_MEMORY", "1:0"),
+            ("SQTT_SCOPE_CU", "-1"),
+            ("SQTT_MEM_BARRIER", "none"),
+        ],
+    );
+    // vmem_load is ID 1: point value 4, after %a, %c, %e and %x.
+    assert!(out.contains("P:1:vmem_load"), "{out}");
+    assert_eq!(out.matches(&imm_record_ir(4)).count(), 4, "{out}");
+    for (load, marked) in [
+        ("%a", true),
+        ("%b", false),
+        ("%c", true),
+        ("%d", false),
+        ("%e", true),
+    ] {
+        let line = out
+            .lines()
+            .position(|l| l.trim_start().starts_with(&format!("{load} = load")))
+            .unwrap_or_else(|| panic!("no {load} in\n{out}"));
+        let next_records = out
+            .lines()
+            .skip(line + 1)
+            .take(2) // sched_barrier, record
+            .any(|l| l.contains(&imm_record_ir(4)));
+        assert_eq!(next_records, marked, "{load}:\n{out}");
+    }
+}
+
 /// A gap larger than M ends a group even with fewer than N operations in it.
 #[test]
 fn memory_gap_breaks_groups() {
