@@ -2,9 +2,10 @@
 //!
 //! The early phase records what it instrumented in module metadata (`!sqtt.markers.early`) and
 //! writes each bare marker's key and role into its asm text ([`placeholder_asm`]); keys carry a
-//! per-translation-unit prefix so that modules linked together (`-fgpu-rdc`) never mix them up. The late phase reads
-//! the ledger back, applies the function threshold, compacts the surviving IDs by emission count
-//! (ties by original order) and allocates every later ID from the same counter ([`FinalIds`]).
+//! per-translation-unit prefix so that modules linked together (`-fgpu-rdc`) never mix them
+//! up. The late phase reads the ledger back, applies the function threshold, compacts the
+//! surviving IDs by emission count (ties by original order) and allocates every later ID from
+//! the same counter ([`FinalIds`]).
 
 use std::collections::HashMap;
 
