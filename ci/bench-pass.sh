@@ -24,7 +24,7 @@
 #                                  side; installs librocprim-dev into those chroots (cached)
 # Settings: HIPCC; PLUGIN (after; default: SQTT_PLUGIN in a lane, else built from this tree);
 # BEFORE_PLUGIN (default: built from BEFORE_REF, default 0cdd586, the last commit before shared
-# scope checks and reduced waits, into target/bench-before; SID_BEFORE_PLUGIN and
+# scope checks and reduced waits, into target/bench-before/target-<major>-<ref>; SID_BEFORE_PLUGIN and
 # EXPERIMENTAL_BEFORE_PLUGIN, paths inside the chroots, for the legs of --lanes);
 # REFERENCE_PLUGIN_<LLVM major> or REFERENCE_PLUGIN (a plugin for that major to measure in the same
 # alternation, its figures in a third column; inside a chroot leg, a path in the chroot);
@@ -135,8 +135,10 @@ fi
 if [ -z "${BEFORE_PLUGIN:-}" ]; then
   before_source
   (cd "$src" && cargo build --release -p sqtt-plugin "${features[@]}" \
-    --target-dir "$REPO/target/bench-before/target-$MAJOR") >&2
-  BEFORE_PLUGIN=$REPO/target/bench-before/target-$MAJOR/release/libsqtt_plugin.so
+    --target-dir "$REPO/target/bench-before/target-$MAJOR-$BEFORE_REF") >&2
+  # A target directory per revision: cargo kept the C++ shim built for another revision's
+  # sources in a shared one (the plugin then failed to load: an undefined symbol).
+  BEFORE_PLUGIN=$REPO/target/bench-before/target-$MAJOR-$BEFORE_REF/release/libsqtt_plugin.so
 fi
 
 OBJDUMP=${OBJDUMP:-$(command -v "llvm-objdump-$MAJOR" || command -v llvm-objdump)}
