@@ -144,9 +144,11 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
             }
         }
     }
+    // A function above the threshold keeps its row even when none of its markers is left (its
+    // code was optimised away): an ID after every emitted one, as AMD's pass gives it, so that
+    // the two funcmaps agree row for row.
     let mut order: Vec<(Identity, usize, u64)> = counts
         .into_iter()
-        .filter(|((kind, _), (count, _))| *kind != EarlyKind::Function || *count > 0)
         .map(|(id, (count, first))| (id, count, first))
         .collect();
     order.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));

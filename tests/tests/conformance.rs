@@ -777,6 +777,60 @@ attributes #0 = {{ "target-cpu"="gfx1030" }}
     }
 }
 
+/// A function above the threshold whose only call is optimised away (a constant condition) has
+/// no marker left, but keeps its `F:` row with the ID after every emitted one, as AMD's pass
+/// writes it; a function at or below the threshold gets none.
+#[test]
+fn a_function_above_the_threshold_keeps_its_row_when_its_code_is_gone() {
+    let mut body = String::new();
+    for i in 0..12 {
+        body.push_str(&format!(
+            "  %v{i} = add i32 %x, {i}\n  store volatile i32 %v{i}, ptr addrspace(1) %p\n"
+        ));
+    }
+    let ir = format!(
+        r#"target triple = "amdgcn-amd-amdhsa"
+define internal void @big(ptr addrspace(1) %p, i32 %x) #0 {{
+{body}  ret void
+}}
+define internal void @used(ptr addrspace(1) %p, i32 %x) #0 {{
+{body}  ret void
+}}
+define internal void @small(ptr addrspace(1) %p) #0 {{
+  store volatile i32 1, ptr addrspace(1) %p
+  ret void
+}}
+define amdgpu_kernel void @k(ptr addrspace(1) %p) #0 {{
+  %never = icmp eq i32 0, 1
+  br i1 %never, label %dead, label %live
+dead:
+  call void @big(ptr addrspace(1) %p, i32 7)
+  call void @small(ptr addrspace(1) %p)
+  br label %live
+live:
+  call void @used(ptr addrspace(1) %p, i32 3)
+  ret void
+}}
+attributes #0 = {{ "target-cpu"="gfx1030" }}
+"#
+    );
+    let env = [
+        ("SQTT_INSTRUMENT_FUNCTIONS", "20"),
+        ("SQTT_SCOPE_CU", "-1"),
+        ("SQTT_MEM_BARRIER", "none"),
+    ];
+    let out = opt_passes(&ir, "default<O2>", &env);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ir = String::from_utf8_lossy(&out.stdout);
+    assert!(ir.contains(r#"c"F:1:used\0AF:2:big\0AK:k\0A\00""#), "{ir}");
+    assert!(ir.contains(&imm_record_ir(6)), "{ir}");
+    assert!(!ir.contains(&imm_record_ir(10)), "{ir}");
+}
+
 /// The two phases in IR: the early phase leaves tagged bare markers, `!sqtt.func.id` and the
 /// `!sqtt.markers.early` ledger; the late phase reads them back, applies the threshold to the
 /// (now smaller) function and writes the funcmap.
