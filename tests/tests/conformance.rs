@@ -777,17 +777,22 @@ attributes #0 = {{ "target-cpu"="gfx1030" }}
     }
 }
 
+/// The body of a function of 24 instructions before its return (12 adds, 12 stores) over
+/// `%p` and `%x`: above a count threshold of 20.
+fn big_body() -> String {
+    (0..12)
+        .map(|i| {
+            format!("  %v{i} = add i32 %x, {i}\n  store volatile i32 %v{i}, ptr addrspace(1) %p\n")
+        })
+        .collect()
+}
+
 /// A function above the threshold whose only call is optimised away (a constant condition) has
 /// no marker left, but keeps its `F:` row with the ID after every emitted one, as AMD's pass
 /// writes it; a function at or below the threshold gets none.
 #[test]
 fn a_function_above_the_threshold_keeps_its_row_when_its_code_is_gone() {
-    let mut body = String::new();
-    for i in 0..12 {
-        body.push_str(&format!(
-            "  %v{i} = add i32 %x, {i}\n  store volatile i32 %v{i}, ptr addrspace(1) %p\n"
-        ));
-    }
+    let body = big_body();
     let ir = format!(
         r#"target triple = "amdgcn-amd-amdhsa"
 define internal void @big(ptr addrspace(1) %p, i32 %x) #0 {{
@@ -836,12 +841,7 @@ attributes #0 = {{ "target-cpu"="gfx1030" }}
 /// (now smaller) function and writes the funcmap.
 #[test]
 fn early_ledger_and_late_phase_in_ir() {
-    let mut body = String::new();
-    for i in 0..12 {
-        body.push_str(&format!(
-            "  %v{i} = add i32 %x, {i}\n  store volatile i32 %v{i}, ptr addrspace(1) %p\n"
-        ));
-    }
+    let body = big_body();
     let ir = format!(
         r#"target triple = "amdgcn-amd-amdhsa"
 define internal void @big(ptr addrspace(1) %p, i32 %x) #0 {{
