@@ -231,7 +231,7 @@ pub fn read_early(m: Module) -> Vec<EarlyEntry> {
 /// for any other instruction.
 pub fn read_tag(inst: Value) -> Option<(u64, Role)> {
     let text = inst
-        .called_inline_asm_ref()?
+        .called_inline_asm()?
         .strip_prefix(PLACEHOLDER_PREFIX)?;
     let (key, role) = text.split_once(' ')?;
     Some((key.parse().ok()?, Role::from_code(role.parse().ok()?)?))

@@ -435,14 +435,9 @@ impl Value {
         (!f.is_null()).then_some(Value(f))
     }
 
-    /// The callee of a call to inline asm, if it is one.
-    pub fn called_inline_asm(self) -> Option<String> {
-        self.called_inline_asm_ref().map(str::to_string)
-    }
-
-    /// The text of the inline asm this instruction calls, without copying it, borrowed from
-    /// this handle (as [`Value::name_ref`]).
-    pub fn called_inline_asm_ref(&self) -> Option<&str> {
+    /// The text of the inline asm this instruction calls, if it calls one, without copying it:
+    /// borrowed from this handle (as [`Value::name_ref`]).
+    pub fn called_inline_asm(&self) -> Option<&str> {
         if !self.is_call() {
             return None;
         }

@@ -127,7 +127,7 @@ pub fn is_marker_leftover(m: Module, i: Value) -> bool {
             || n.starts_with("llvm.dbg.")
             || n.starts_with("llvm.lifetime.");
     }
-    i.called_inline_asm().as_deref() == Some(HEADER_M0_TRACE_ASM) && !i.has_uses()
+    i.called_inline_asm() == Some(HEADER_M0_TRACE_ASM) && !i.has_uses()
 }
 
 /// Splits the block before `at` and returns a builder positioned in a new `sqtt.trace` block
