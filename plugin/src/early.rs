@@ -6,8 +6,8 @@
 //!   device functions, recording their pre-optimisation size;
 //! - writes the ledger into the module.
 //!
-//! Bare markers are `asm sideeffect "; sqtt marker KEY ROLE"` calls (tagged `!sqtt.m`): they travel
-//! with the code through inlining and are replaced by real marker sequences in the late phase.
+//! Bare markers are `asm sideeffect "; sqtt marker KEY ROLE"` calls: they travel with the code
+//! through inlining and are replaced by real marker sequences in the late phase.
 
 use sqtt_config::Settings;
 
@@ -243,7 +243,9 @@ fn bare_marker_with_payload(
             b.call(ty, asm, &[v])
         }
     };
-    ledger.tag(m, call, removable_if_gone);
+    if let Some(function) = removable_if_gone {
+        ledger.tag_removable(m, call, function);
+    }
 }
 
 /// Resolves named enter/exit/point markers whose names are known now. Data markers and names

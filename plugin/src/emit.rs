@@ -149,8 +149,7 @@ impl<'s> Emitter<'s> {
             return;
         }
         let wait = target.lds_wait_asm();
-        let is_wait =
-            |i: Value| self.is_plugin_marker(i) && i.called_inline_asm() == Some(wait);
+        let is_wait = |i: Value| self.is_plugin_marker(i) && i.called_inline_asm() == Some(wait);
         let pending_at_start = self.lds_pending_at_block_starts(f, &is_wait, in_scope);
         for bb in f.blocks() {
             let mut pending = pending_at_start.get(&bb).copied().unwrap_or(Pending::Some);

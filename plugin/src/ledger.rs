@@ -15,10 +15,10 @@ use crate::llvm::{MdItem, Module, Value};
 
 /// Module metadata holding the early ledger.
 pub const EARLY_LEDGER_MD: &str = "sqtt.markers.early";
-/// Instruction metadata on a bare early marker: `!{}`, or `!{!"function"}` for the markers of a
-/// function at or below the threshold before optimisation, which the late phase removes if that
-/// function is gone by then (see [`crate::prune`]). Only a hint: the marker's identity is its asm
-/// text, and the optimiser may drop the tag ([`placeholder_asm`]).
+/// Instruction metadata `!{!"function"}` on the bare early markers of a function at or below the
+/// threshold before optimisation, which the late phase removes if that function is gone by then
+/// (see [`crate::prune`]). Only a hint (other placeholders carry none): a marker's identity is
+/// its asm text, and the optimiser may drop the tag ([`placeholder_asm`]).
 pub const MARKER_TAG_MD: &str = "sqtt.m";
 
 /// What the asm text of every bare early marker starts with (an asm comment: it emits nothing
@@ -165,15 +165,12 @@ impl EarlyLedger {
         self.add(EarlyKind::Function, name, source_loc, pre_size)
     }
 
-    /// Tags a bare marker. `removable_if_gone` names the small function whose marker it is
-    /// (pre-optimisation size at or below the threshold): once that function has no definition,
-    /// the marker is certain to go.
-    pub fn tag(&self, m: Module, inst: Value, removable_if_gone: Option<&str>) {
-        let items: Vec<MdItem> = removable_if_gone
-            .map(|name| MdItem::Str(name.to_string()))
-            .into_iter()
-            .collect();
-        inst.set_metadata(self.tag_kind, m.md_node(&items));
+    /// Tags a bare marker of a small function (pre-optimisation size at or below the threshold)
+    /// with that function's name: once the function has no definition, the marker is certain to
+    /// go.
+    pub fn tag_removable(&self, m: Module, inst: Value, function: &str) {
+        let node = m.md_node(&[MdItem::Str(function.to_string())]);
+        inst.set_metadata(self.tag_kind, node);
     }
 
     pub fn write(&self, m: Module) {
@@ -230,9 +227,7 @@ pub fn read_early(m: Module) -> Vec<EarlyEntry> {
 /// The key and role of a bare early marker, read from its asm text ([`placeholder_asm`]); None
 /// for any other instruction.
 pub fn read_tag(inst: Value) -> Option<(u64, Role)> {
-    let text = inst
-        .called_inline_asm()?
-        .strip_prefix(PLACEHOLDER_PREFIX)?;
+    let text = inst.called_inline_asm()?.strip_prefix(PLACEHOLDER_PREFIX)?;
     let (key, role) = text.split_once(' ')?;
     Some((key.parse().ok()?, Role::from_code(role.parse().ok()?)?))
 }

@@ -198,9 +198,8 @@ pub(crate) fn tag_kinds(m: Module) -> (u32, u32) {
     })
 }
 
-/// Whether an instruction is one the pass made (a marker, its boundary, a bare early marker,
-/// also one whose tag the optimiser dropped).
+/// Whether an instruction is one the pass made: a marker or its boundary (`!sqtt.marker`), or a
+/// bare early marker (known by its asm text, [`ledger::read_tag`]).
 pub(crate) fn is_sqtt_instruction(m: Module, i: Value) -> bool {
-    let (tag, marker) = tag_kinds(m);
-    i.metadata(tag).is_some() || i.metadata(marker).is_some() || ledger::read_tag(i).is_some()
+    i.metadata(tag_kinds(m).1).is_some() || ledger::read_tag(i).is_some()
 }

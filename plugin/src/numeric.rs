@@ -27,8 +27,7 @@ pub fn wrap_numeric_markers(
             .into_iter()
             .flat_map(|b| b.instructions())
             .filter(|i| {
-                i.called_inline_asm() == Some(HEADER_M0_TRACE_ASM)
-                    && !emitter.is_plugin_marker(*i)
+                i.called_inline_asm() == Some(HEADER_M0_TRACE_ASM) && !emitter.is_plugin_marker(*i)
             })
             .collect();
         if found.is_empty() {
