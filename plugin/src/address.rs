@@ -20,7 +20,7 @@ use crate::emit::{Emitter, Record};
 use crate::ledger::FinalIds;
 use crate::llvm::{self, insert_block_after, Builder, Module, Value};
 use crate::scope::ScopeChecks;
-use crate::target::Target;
+use crate::target::{addrspace, Target};
 
 /// What is traced for one operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,8 +97,8 @@ fn classify(i: Value, which: AddressTrace) -> Option<TracedOp> {
         vindex: None,
     };
     let by_space = |ptr: Value, global: Category, lds: Category| match ptr.pointer_address_space() {
-        Some(0) | Some(1) if which.memory => Some(op(global, ptr)),
-        Some(3) if which.lds => Some(op(lds, ptr)),
+        Some(addrspace::FLAT | addrspace::GLOBAL) if which.memory => Some(op(global, ptr)),
+        Some(addrspace::LOCAL) if which.lds => Some(op(lds, ptr)),
         _ => None,
     };
     if i.is_load() {
@@ -151,7 +151,7 @@ fn classify(i: Value, which: AddressTrace) -> Option<TracedOp> {
     // voffset and soffset follow it in every load/store/atomic/cmpswap variant.
     let rsrc_index = (0..i.num_args()).find(|k| {
         let a = i.arg(*k);
-        a.is_v4i32() || a.pointer_address_space() == Some(8)
+        a.is_v4i32() || a.pointer_address_space() == Some(addrspace::BUFFER_RESOURCE)
     })?;
     let next = |n: u32| (rsrc_index + n < i.num_args()).then(|| i.arg(rsrc_index + n));
     let (vindex, voffset, soffset) = if is_struct {

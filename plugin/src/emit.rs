@@ -524,8 +524,7 @@ fn may_issue_lds(i: Value) -> bool {
     if i.is_call() {
         return true; // inline asm or an indirect call
     }
-    const FLAT: u32 = 0;
-    const LDS: u32 = 3;
+    use crate::target::addrspace::{FLAT, LOCAL};
     let pointer = if i.is_load() {
         i.operand(0)
     } else if i.is_store() {
@@ -535,7 +534,7 @@ fn may_issue_lds(i: Value) -> bool {
     } else {
         return false;
     };
-    matches!(pointer.pointer_address_space(), Some(FLAT | LDS) | None)
+    matches!(pointer.pointer_address_space(), Some(FLAT | LOCAL) | None)
 }
 
 /// Intrinsics known to issue no LDS operation: the AMDGPU ones a marker or ordinary index and

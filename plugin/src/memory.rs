@@ -11,6 +11,7 @@ use sqtt_markers::encoding;
 use crate::emit::Record;
 use crate::late::Placement;
 use crate::llvm::{Module, Value};
+use crate::target::addrspace;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemKind {
@@ -30,7 +31,7 @@ pub struct MemoryIds {
 /// pointers (7, 8, 9) become buffer instructions.
 fn is_vmem_space(ptr: Value) -> bool {
     ptr.pointer_address_space()
-        .is_some_and(|space| space != 3 && space != 5)
+        .is_some_and(|space| space != addrspace::LOCAL && space != addrspace::PRIVATE)
 }
 
 /// The kind of a vector memory operation, if `i` is one.

@@ -50,7 +50,7 @@ fn weight(i: Value, weighted: bool, is_sqtt: &dyn Fn(Value) -> bool) -> u64 {
     // constant, scratch and buffer-resource pointers), as AMD's pass weighs them.
     match pointer.map(|p| p.pointer_address_space()) {
         None => 1,
-        Some(Some(3)) => 4,
+        Some(Some(crate::target::addrspace::LOCAL)) => 4,
         Some(_) => 10,
     }
 }

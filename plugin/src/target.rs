@@ -3,6 +3,18 @@
 
 pub use sqtt_gfx::{HwIdLayout, HwRegField, ShaderClockRead, HW_REG_SHADER_CYCLES_LO};
 
+/// AMDGPU's LLVM address spaces the pass tells apart (LLVM's `AMDGPUAS`).
+pub mod addrspace {
+    pub const FLAT: u32 = 0;
+    pub const GLOBAL: u32 = 1;
+    /// LDS (`__shared__`).
+    pub const LOCAL: u32 = 3;
+    /// Scratch (private, `alloca`).
+    pub const PRIVATE: u32 = 5;
+    /// A buffer resource (`ptr addrspace(8)`, V#).
+    pub const BUFFER_RESOURCE: u32 = 8;
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
     /// The table row of the function's processor.
