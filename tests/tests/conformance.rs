@@ -120,6 +120,11 @@ __global__ void k(float *p) { p[threadIdx.x] = sinf(p[threadIdx.x]) + expf(p[thr
 
 const NO_SCOPE: &[(&str, &str)] = &[("SQTT_SCOPE_CU", "-1"), ("SQTT_MEM_BARRIER", "none")];
 
+/// One setting on top of [`NO_SCOPE`]: the bare marker sequences of the IR tests below.
+fn bare_with<'a>(setting: &'a str, value: &'a str) -> [(&'a str, &'a str); 3] {
+    [(setting, value), NO_SCOPE[0], NO_SCOPE[1]]
+}
+
 fn cases() -> Vec<Case> {
     vec![
         Case {
@@ -536,14 +541,7 @@ define amdgpu_kernel void @k(ptr addrspace(1) %p) #0 {
 }
 attributes #0 = { "target-cpu"="gfx1030" }
 "#;
-    let out = opt_sqtt_ok(
-        ir,
-        &[
-            ("SQTT_INSTRUMENT_MEMORY", "2:5"),
-            ("SQTT_SCOPE_CU", "-1"),
-            ("SQTT_MEM_BARRIER", "none"),
-        ],
-    );
+    let out = opt_sqtt_ok(ir, &bare_with("SQTT_INSTRUMENT_MEMORY", "2:5"));
     let events: Vec<String> = out
         .lines()
         .map(str::trim)
@@ -658,14 +656,7 @@ define amdgpu_kernel void @k(ptr addrspace(1) %g, ptr %f, ptr addrspace(7) %rsrc
 }
 attributes #0 = { "target-cpu"="gfx1030" }
 "#;
-    let out = opt_sqtt_ok(
-        ir,
-        &[
-            ("SQTT_INSTRUMENT_MEMORY", "1:0"),
-            ("SQTT_SCOPE_CU", "-1"),
-            ("SQTT_MEM_BARRIER", "none"),
-        ],
-    );
+    let out = opt_sqtt_ok(ir, &bare_with("SQTT_INSTRUMENT_MEMORY", "1:0"));
     // vmem_load is ID 1: point value 4, after %a, %c, %e and %x.
     assert!(out.contains("P:1:vmem_load"), "{out}");
     assert_eq!(out.matches(&imm_record_ir(4)).count(), 4, "{out}");
@@ -702,14 +693,7 @@ fn memory_gap_breaks_groups() {
     let ir = format!(
         "target triple = \"amdgcn-amd-amdhsa\"\ndefine amdgpu_kernel void @k(ptr addrspace(1) %p) #0 {{\n{body}}}\nattributes #0 = {{ \"target-cpu\"=\"gfx1030\" }}\n"
     );
-    let out = opt_sqtt_ok(
-        &ir,
-        &[
-            ("SQTT_INSTRUMENT_MEMORY", "4:5"),
-            ("SQTT_SCOPE_CU", "-1"),
-            ("SQTT_MEM_BARRIER", "none"),
-        ],
-    );
+    let out = opt_sqtt_ok(&ir, &bare_with("SQTT_INSTRUMENT_MEMORY", "4:5"));
     // Gap of 6 > 5 after the first load: two groups, [a] and [b, c].
     assert_eq!(out.matches(&imm_record_ir(4)).count(), 2, "{out}");
 }
@@ -763,11 +747,7 @@ attributes #0 = {{ "target-cpu"="gfx1030" }}
         ("cost:20", true),
         ("cost:21", false),
     ] {
-        let env = [
-            ("SQTT_INSTRUMENT_FUNCTIONS", threshold),
-            ("SQTT_SCOPE_CU", "-1"),
-            ("SQTT_MEM_BARRIER", "none"),
-        ];
+        let env = bare_with("SQTT_INSTRUMENT_FUNCTIONS", threshold);
         let out = opt_sqtt_ok(&ir, &env);
         assert_eq!(
             out.contains("F:1:sized"),
@@ -777,14 +757,15 @@ attributes #0 = {{ "target-cpu"="gfx1030" }}
     }
 }
 
-/// The body of a function of 24 instructions before its return (12 adds, 12 stores) over
-/// `%p` and `%x`: above a count threshold of 20.
-fn big_body() -> String {
-    (0..12)
+/// `define internal void @NAME(ptr addrspace(1) %p, i32 %x)` of 24 instructions before its
+/// return (12 adds, 12 stores): above a count threshold of 20.
+fn big_function(name: &str) -> String {
+    let body: String = (0..12)
         .map(|i| {
             format!("  %v{i} = add i32 %x, {i}\n  store volatile i32 %v{i}, ptr addrspace(1) %p\n")
         })
-        .collect()
+        .collect();
+    format!("define internal void @{name}(ptr addrspace(1) %p, i32 %x) #0 {{\n{body}  ret void\n}}")
 }
 
 /// A function above the threshold whose only call is optimised away (a constant condition) has
@@ -792,15 +773,11 @@ fn big_body() -> String {
 /// writes it; a function at or below the threshold gets none.
 #[test]
 fn a_function_above_the_threshold_keeps_its_row_when_its_code_is_gone() {
-    let body = big_body();
+    let (big, used) = (big_function("big"), big_function("used"));
     let ir = format!(
         r#"target triple = "amdgcn-amd-amdhsa"
-define internal void @big(ptr addrspace(1) %p, i32 %x) #0 {{
-{body}  ret void
-}}
-define internal void @used(ptr addrspace(1) %p, i32 %x) #0 {{
-{body}  ret void
-}}
+{big}
+{used}
 define internal void @small(ptr addrspace(1) %p) #0 {{
   store volatile i32 1, ptr addrspace(1) %p
   ret void
@@ -819,11 +796,7 @@ live:
 attributes #0 = {{ "target-cpu"="gfx1030" }}
 "#
     );
-    let env = [
-        ("SQTT_INSTRUMENT_FUNCTIONS", "20"),
-        ("SQTT_SCOPE_CU", "-1"),
-        ("SQTT_MEM_BARRIER", "none"),
-    ];
+    let env = bare_with("SQTT_INSTRUMENT_FUNCTIONS", "20");
     let out = opt_passes(&ir, "default<O2>", &env);
     assert!(
         out.status.success(),
@@ -841,12 +814,10 @@ attributes #0 = {{ "target-cpu"="gfx1030" }}
 /// (now smaller) function and writes the funcmap.
 #[test]
 fn early_ledger_and_late_phase_in_ir() {
-    let body = big_body();
+    let big = big_function("big");
     let ir = format!(
         r#"target triple = "amdgcn-amd-amdhsa"
-define internal void @big(ptr addrspace(1) %p, i32 %x) #0 {{
-{body}  ret void
-}}
+{big}
 define amdgpu_kernel void @k(ptr addrspace(1) %p) #0 {{
   call void @big(ptr addrspace(1) %p, i32 7)
   ret void
@@ -854,11 +825,7 @@ define amdgpu_kernel void @k(ptr addrspace(1) %p) #0 {{
 attributes #0 = {{ "target-cpu"="gfx1030" }}
 "#
     );
-    let env = [
-        ("SQTT_INSTRUMENT_FUNCTIONS", "20"),
-        ("SQTT_SCOPE_CU", "-1"),
-        ("SQTT_MEM_BARRIER", "none"),
-    ];
+    let env = bare_with("SQTT_INSTRUMENT_FUNCTIONS", "20");
     let dir = workdir();
     let input = dir.path().join("in.ll");
     std::fs::write(&input, &ir).unwrap();
