@@ -24,10 +24,10 @@
 #                                  side; installs librocprim-dev into those chroots (cached)
 # Settings: HIPCC; PLUGIN (after; default: SQTT_PLUGIN in a lane, else built from this tree);
 # BEFORE_PLUGIN (default: built from BEFORE_REF, default 0cdd586, the last commit before shared
-# scope checks and reduced waits, into target/bench-before/target-<major>-<ref>; SID_BEFORE_PLUGIN and
-# EXPERIMENTAL_BEFORE_PLUGIN, paths inside the chroots, for the legs of --lanes);
-# REFERENCE_PLUGIN_<LLVM major> or REFERENCE_PLUGIN (a plugin for that major to measure in the same
-# alternation, its figures in a third column; inside a chroot leg, a path in the chroot);
+# scope checks and reduced waits, into target/bench-before/target-<major>-<ref>;
+# SID_BEFORE_PLUGIN and EXPERIMENTAL_BEFORE_PLUGIN, paths inside the chroots, for the legs of
+# --lanes); REFERENCE_PLUGIN_<LLVM major> or REFERENCE_PLUGIN (a plugin for that major measured
+# in the same alternation, its figures in brackets; for a chroot leg, a path in the chroot);
 # RUNS (compiles per configuration, default 2); SRC.
 set -euo pipefail
 cd "$(dirname "$0")/.."
