@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 pub mod docs;
 pub mod file;
+pub mod output;
 mod parse;
 pub mod setting;
 
