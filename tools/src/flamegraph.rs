@@ -270,11 +270,10 @@ pub fn write_folded<W: Write>(out: &mut W, folded: &[(String, u64)]) -> std::io:
 }
 
 /// Writes an SVG flamegraph of the folded stacks with inferno.
-pub fn write_svg<W: Write>(out: W, folded: &[(String, u64)], title: &str) -> Result<(), String> {
+pub fn write_svg<W: Write>(out: W, folded: &[(String, u64)], title: &str) -> std::io::Result<()> {
     let lines: Vec<String> = folded.iter().map(|(s, c)| format!("{s} {c}")).collect();
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
     opts.count_name = "cycles".to_string();
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
-        .map_err(|e| e.to_string())
 }
