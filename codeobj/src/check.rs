@@ -108,7 +108,30 @@ struct FileResult {
 
 /// Reads, prints and checks; report on `out`, one line per problem on `err` (each prefixed with
 /// `prog: `). Returns the exit status.
+///
+/// A report that cannot be written is an error (status 1 at least, one line on `err` naming
+/// what failed); a closed pipe (`| head`) ends the report quietly and leaves the status the
+/// check's own, so a pipeline cannot hide a failed check.
 pub fn run(o: &CheckOptions, prog: &str, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let mut report = String::new();
+    let (mut code, problems) = check(o, &mut report);
+    match out.write_all(report.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => {}
+        Err(e) if sqtt_config::output::is_broken_pipe(&e) => {}
+        Err(e) => {
+            let _ = writeln!(err, "{prog}: error: {e}");
+            code = code.max(1);
+        }
+    }
+    for p in &problems {
+        let _ = writeln!(err, "{prog}: {p}");
+    }
+    code
+}
+
+/// [`run`] with the report into `out`: the status and the problems found.
+fn check(o: &CheckOptions, out: &mut String) -> (i32, Vec<String>) {
+    use std::fmt::Write;
     let mut failed = false;
     let mut usage_error = false;
     let mut files: Vec<FileResult> = Vec::new();
@@ -142,8 +165,7 @@ pub fn run(o: &CheckOptions, prog: &str, out: &mut dyn Write, err: &mut dyn Writ
 
     if files.is_empty() {
         // Everything skipped: a CI glob that matched no device code is a failure, not a pass.
-        let _ = writeln!(err, "{prog}: none of the files holds AMDGPU code");
-        return 1;
+        return (1, vec!["none of the files holds AMDGPU code".into()]);
     }
     if !o.json {
         for f in &skipped {
@@ -257,9 +279,5 @@ pub fn run(o: &CheckOptions, prog: &str, out: &mut dyn Write, err: &mut dyn Writ
             serde_json::to_string_pretty(&report).unwrap_or_default()
         );
     }
-    let _ = out.flush();
-    for e in &errors {
-        let _ = writeln!(err, "{prog}: {e}");
-    }
-    code
+    (code, errors)
 }

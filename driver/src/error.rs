@@ -30,8 +30,9 @@ pub enum Error {
     UnknownShell(String),
     #[error("--sqtt-man: unknown page {0:?}; accepted: --sqtt-man, --sqtt-man=check")]
     UnknownManPage(String),
-    #[error("cannot write the man page: {0}")]
-    ManPage(io::Error),
+    /// Standard output could not be written (`--sqtt-flags > /dev/full`); the message names it.
+    #[error("{0}")]
+    Stdout(io::Error),
 
     // The arguments and the settings.
     /// `@file`s that name themselves, nest too deep or expand too far (the message says which).
@@ -134,11 +135,11 @@ pub enum Error {
 }
 
 impl Error {
-    /// The wrapper's exit status: 1 when the post-build check rejected the outputs, 2 for
-    /// everything found before the compiler ran.
+    /// The wrapper's exit status: 1 when the post-build check rejected the outputs or stdout
+    /// could not be written, 2 for everything found before the compiler ran.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::FuncmapCheck { .. } => 1,
+            Error::FuncmapCheck { .. } | Error::Stdout(_) => 1,
             _ => 2,
         }
     }
