@@ -28,6 +28,9 @@ pub struct UiDir {
     pub shaderdata: Vec<(u32, PathBuf)>,
     /// `(codeobj_id, path)`: the code object files nearest this directory, one per ID.
     pub code_object_files: Vec<(u64, PathBuf)>,
+    /// Listings of `filenames.json` that name a file listed before (each file is read once, at
+    /// its first place in time order): how many, and the first such file.
+    pub repeated_listings: (u64, Option<PathBuf>),
 }
 
 /// A whole output directory.
@@ -296,6 +299,7 @@ impl UiDir {
         let fpath = path.join("filenames.json");
         let mut gfxip = None;
         let mut listed: Option<Vec<(u32, PathBuf)>> = None;
+        let mut repeated_listings = (0, None);
         let mut warning = None;
         let fj: Option<FilenamesJson> = if fpath.is_file() {
             match open_input(&fpath, MAX_FILENAMES_JSON, "filenames.json")
@@ -345,6 +349,8 @@ impl UiDir {
                     chunks.sort();
                     v.extend(chunks.into_iter().map(|(_, _, p)| (se, p)));
                 }
+                let (v, repeated) = read_once(v);
+                repeated_listings = repeated;
                 listed = Some(v);
             }
         }
@@ -370,6 +376,7 @@ impl UiDir {
                 gfxip,
                 shaderdata,
                 code_object_files: Vec::new(),
+                repeated_listings,
             },
             warning,
         ))
@@ -416,6 +423,27 @@ impl UiDir {
             })
             .collect()
     }
+}
+
+/// The listed files without repetitions: a file named again (by the same name, or another name
+/// of the same file: a link) is read once, at its first place; the repetitions are counted, with
+/// the first one. (One file listed 200,000 times was read 200,000 times.)
+fn read_once(listed: Vec<(u32, PathBuf)>) -> (Vec<(u32, PathBuf)>, (u64, Option<PathBuf>)) {
+    let mut names = std::collections::HashSet::new();
+    let mut files = std::collections::HashSet::new();
+    let mut repeated = (0u64, None);
+    let mut out = Vec::with_capacity(listed.len().min(1 << 16));
+    for (se, p) in listed {
+        let again = !names.insert(p.clone())
+            || sqtt_config::output::FileId::of(&p).is_some_and(|id| !files.insert(id));
+        if again {
+            repeated.0 += 1;
+            repeated.1.get_or_insert(p);
+        } else {
+            out.push((se, p));
+        }
+    }
+    (out, repeated)
 }
 
 /// The file a name listed in `filenames.json` means, always inside `dir`: a relative name of

@@ -257,6 +257,15 @@ impl Trace {
         for w in &dir.warnings {
             diag.warn(kind::BAD_FILE, || w.clone());
         }
+        for ui in &dir.ui_dirs {
+            let (n, first) = &ui.repeated_listings;
+            diag.warn_n(kind::REPEATED_LISTING, *n, || {
+                first
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            });
+        }
         let files = dir.read_code_objects(&mut diag);
         Ok(Trace {
             dir,
