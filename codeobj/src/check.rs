@@ -9,6 +9,8 @@
 use std::io::Write;
 use std::path::Path;
 
+use sqtt_config::output::printable;
+
 use crate::report::{
     CheckReport, CodeObjectReport, FileReport, RequirementReport, RequirementResult, SCHEMA_VERSION,
 };
@@ -115,6 +117,10 @@ struct FileResult {
 pub fn run(o: &CheckOptions, prog: &str, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let mut report = String::new();
     let (mut code, problems) = check(o, &mut report);
+    if !o.json {
+        // Names and bundle IDs come from the files: what a terminal would act on is escaped.
+        report = escape_lines(&report);
+    }
     match out.write_all(report.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => {}
         Err(e) if sqtt_config::output::is_broken_pipe(&e) => {}
@@ -124,9 +130,24 @@ pub fn run(o: &CheckOptions, prog: &str, out: &mut dyn Write, err: &mut dyn Writ
         }
     }
     for p in &problems {
-        let _ = writeln!(err, "{prog}: {p}");
+        let _ = writeln!(err, "{prog}: {}", printable(p));
     }
     code
+}
+
+/// Each line of `text` through [`printable`], the line breaks kept.
+fn escape_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        match line.strip_suffix('\n') {
+            Some(l) => {
+                out.push_str(&printable(l));
+                out.push('\n');
+            }
+            None => out.push_str(&printable(line)),
+        }
+    }
+    out
 }
 
 /// [`run`] with the report into `out`: the status and the problems found.

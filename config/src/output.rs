@@ -100,6 +100,36 @@ pub fn print(text: &str) -> io::Result<()> {
     out.flush()
 }
 
+/// `s` as it may be shown on a terminal or put into a line-based output (folded stacks, tables,
+/// CSV, messages): control characters (C0 and C1, DEL: escape sequences that a terminal would
+/// act on, newlines and carriage returns that would split or overwrite a line) and the Unicode
+/// line separators and direction overrides become visible escapes (`\n`, `\t`, `\r`, `\x1b`,
+/// `\u{202e}`); everything else is kept. The one escaping function for names read from inputs
+/// (trace file names, kernel, function and scope names); JSON outputs escape by themselves.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        c.is_control()
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }
+    if !s.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if unsafe_char(c) && (c as u32) < 0x100 => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if unsafe_char(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Writes `line` and a newline to standard error. A failure is ignored: there is nowhere left to
 /// report it, and the exit status still tells (`eprintln!` would panic on a closed or full
 /// stderr instead).

@@ -31,7 +31,10 @@ impl Totals {
     fn check(&self, root: &Path, trace: &Trace) -> Result<(), Error> {
         let mut why: Vec<String> = trace.dir.warnings.clone();
         why.extend(trace.file_errors.iter().cloned());
-        let why: String = why.iter().map(|w| format!("\n  {w}")).collect();
+        let why: String = why
+            .iter()
+            .map(|w| format!("\n  {}", sqtt_config::output::printable(w)))
+            .collect();
         if self.run.records == 0 && self.run.files_bad > 0 {
             return Err(Error::Unusable(format!(
                 "{}: none of the {} shaderdata files could be read:{why}",

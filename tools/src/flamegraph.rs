@@ -9,6 +9,7 @@ use std::io::Write;
 
 use crate::diag::{kind, Diagnostics};
 use crate::engine::{Marker, Names, ScopeOp, Sink, Wave};
+use sqtt_config::output::printable;
 
 /// Stack trie with cycle weights.
 #[derive(Debug, Default)]
@@ -184,7 +185,7 @@ impl Flamegraph {
             let mut n = i as u32;
             while n != 0 {
                 let node = &self.nodes[n as usize];
-                frames.push(names.get(node.frame));
+                frames.push(folded_frame(names.get(node.frame)));
                 n = node.parent;
             }
             frames.reverse();
@@ -199,6 +200,15 @@ impl Flamegraph {
         let ex = self.first_unmatched.clone().unwrap_or_default();
         diag.warn_n(kind::UNMATCHED_ENTER, self.unmatched_enter, || ex);
         diag.warn_n(kind::UNMATCHED_EXIT, self.unmatched_exit, String::new);
+    }
+}
+
+/// A frame name as the folded format can hold it: [`printable`] (a newline would split the
+/// line, an escape sequence reach the terminal), and `;`, the frame separator, as `\x3b`.
+pub fn folded_frame(name: &str) -> std::borrow::Cow<'_, str> {
+    match printable(name) {
+        n if n.contains(';') => std::borrow::Cow::Owned(n.replace(';', "\\x3b")),
+        n => n,
     }
 }
 

@@ -187,6 +187,7 @@ fn progress() -> Box<dyn Progress> {
     }
 }
 
+/// The warnings, one line each (their names escaped by `Diagnostics`).
 fn warn(diag: &Diagnostics) {
     for line in diag.to_string().lines() {
         output::stderr_line(format_args!("sqtt: {line}"));
@@ -232,7 +233,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             )?;
             warn(&r.diag);
             for f in &r.files {
-                output::stderr_line(format_args!("sqtt: wrote {}", f.display()));
+                output::stderr_line(format_args!(
+                    "sqtt: wrote {}",
+                    output::printable(&f.display().to_string())
+                ));
             }
         }
         Command::Stats(a) => {
@@ -365,7 +369,11 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            output::stderr_line(format_args!("sqtt: error: {e:#}"));
+            // Line by line: a message lists files on lines of their own; what a name holds
+            // (an escape sequence) is escaped.
+            let text = format!("{e:#}");
+            let lines: Vec<_> = text.lines().map(output::printable).collect();
+            output::stderr_line(format_args!("sqtt: error: {}", lines.join("\n")));
             // 2 for usage errors (a bad option value, an output that cannot be one), else 1.
             let usage = matches!(
                 e.downcast_ref::<sqtt_tools::Error>(),

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 pub use sqtt_config::output::{
-    is_broken_pipe, print, stderr_line, stdout, write_error, Inputs, Output, Stdout,
+    is_broken_pipe, print, printable, stderr_line, stdout, write_error, Inputs, Output, Stdout,
 };
 
 use crate::error::Error;

@@ -277,3 +277,21 @@ fn write_errors_keep_their_kind_and_are_named_once() {
     assert_eq!(again.to_string(), "cannot write out.json: broken pipe");
     assert!(is_broken_pipe(&again));
 }
+
+#[test]
+fn printable_escapes_what_a_terminal_or_a_line_would_act_on() {
+    assert!(matches!(
+        printable("ns::kernel<int>(float*) @ a.hip:3"),
+        std::borrow::Cow::Borrowed(_)
+    ));
+    assert_eq!(
+        printable("a\u{1b}[31mred\nb\tc\rd\u{7f}"),
+        "a\\x1b[31mred\\nb\\tc\\rd\\x7f"
+    );
+    assert_eq!(
+        printable("\u{9b}2J \u{202e}txt \u{2028}"),
+        "\\x9b2J \\u{202e}txt \\u{2028}"
+    );
+    // Other text, including non-ASCII names, is kept.
+    assert_eq!(printable("größe λ 名前"), "größe λ 名前");
+}
