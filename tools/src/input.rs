@@ -29,8 +29,15 @@ pub struct UiDir {
     /// `(codeobj_id, path)`: the code object files nearest this directory, one per ID.
     pub code_object_files: Vec<(u64, PathBuf)>,
     /// Listings of `filenames.json` that name a file listed before (each file is read once, at
-    /// its first place in time order): how many, and the first such file.
-    pub repeated_listings: (u64, Option<PathBuf>),
+    /// its first place in time order).
+    pub repeated_listings: Repeated,
+}
+
+/// Repeated listings: how many, and the first file listed again.
+#[derive(Debug, Clone, Default)]
+pub struct Repeated {
+    pub count: u64,
+    pub first: Option<PathBuf>,
 }
 
 /// A whole output directory.
@@ -552,7 +559,7 @@ impl UiDir {
         let fpath = path.join("filenames.json");
         let mut gfxip = None;
         let mut listed: Option<Vec<(u32, PathBuf)>> = None;
-        let mut repeated_listings = (0, None);
+        let mut repeated_listings = Repeated::default();
         let mut warning = None;
         let fj: Option<FilenamesJson> = if fpath.is_file() {
             match open_input(&fpath, MAX_FILENAMES_JSON, "filenames.json")
@@ -670,17 +677,17 @@ impl UiDir {
 /// The listed files without repetitions: a file named again (by the same name, or another name
 /// of the same file: a link) is read once, at its first place; the repetitions are counted, with
 /// the first one. (One file listed 200,000 times was read 200,000 times.)
-fn read_once(listed: Vec<(u32, PathBuf)>) -> (Vec<(u32, PathBuf)>, (u64, Option<PathBuf>)) {
+fn read_once(listed: Vec<(u32, PathBuf)>) -> (Vec<(u32, PathBuf)>, Repeated) {
     let mut names = std::collections::HashSet::new();
     let mut files = std::collections::HashSet::new();
-    let mut repeated = (0u64, None);
+    let mut repeated = Repeated::default();
     let mut out = Vec::with_capacity(listed.len().min(1 << 16));
     for (se, p) in listed {
         let again = !names.insert(p.clone())
             || sqtt_config::output::FileId::of(&p).is_some_and(|id| !files.insert(id));
         if again {
-            repeated.0 += 1;
-            repeated.1.get_or_insert(p);
+            repeated.count += 1;
+            repeated.first.get_or_insert(p);
         } else {
             out.push((se, p));
         }

@@ -258,9 +258,9 @@ impl Trace {
             diag.warn(kind::BAD_FILE, || w.clone());
         }
         for ui in &dir.ui_dirs {
-            let (n, first) = &ui.repeated_listings;
-            diag.warn_n(kind::REPEATED_LISTING, *n, || {
-                first
+            let r = &ui.repeated_listings;
+            diag.warn_n(kind::REPEATED_LISTING, r.count, || {
+                r.first
                     .as_ref()
                     .map(|p| p.display().to_string())
                     .unwrap_or_default()
