@@ -505,7 +505,10 @@ pub fn walk_fatbin(
         let rest = &d[pos..];
         let len = if rest.starts_with(MAGIC) {
             let b = parse_plain(rest, origin, pos as u64)?;
-            read_entries(rest, &b, origin, what, index, "", out)?;
+            for e in b.entries.iter().filter(|e| holds_code(e)) {
+                let payload = &rest[e.offset as usize..(e.offset + e.size) as usize];
+                read_entry(payload, e, origin, what, index, "", out)?;
+            }
             b.len
         } else if rest.starts_with(CCOB_MAGIC) {
             read_compressed(rest, origin, pos as u64, what, index, out)?
@@ -536,22 +539,6 @@ pub fn walk_fatbin(
             ));
         }
         pos = next as usize;
-    }
-    Ok(())
-}
-
-fn read_entries(
-    d: &[u8],
-    b: &PlainBundle,
-    origin: &str,
-    what: &str,
-    index: usize,
-    note: &str,
-    out: &mut Vec<CodeObject>,
-) -> Result<(), Error> {
-    for e in b.entries.iter().filter(|e| holds_code(e)) {
-        let payload = &d[e.offset as usize..(e.offset + e.size) as usize];
-        read_entry(payload, e, origin, what, index, note, out)?;
     }
     Ok(())
 }

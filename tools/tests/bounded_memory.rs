@@ -6,6 +6,8 @@
 //! are sparse.
 
 mod sim;
+#[path = "support/run.rs"]
+mod support;
 
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
@@ -13,6 +15,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use sqtt_codeobj::bundle::{write_ccob, write_zstd_zeros, Compression};
+
+use support::s;
 
 const G: u64 = 1 << 30;
 
@@ -25,10 +29,6 @@ fn sqtt_limited(limit_mib: u64, args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// No signal, no panic, an exit status among `codes`, `want` in stderr.

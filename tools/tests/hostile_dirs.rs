@@ -3,28 +3,20 @@
 //! 300 s), and names holding escape sequences or newlines (printed raw to the terminal, and a
 //! newline split a folded-stack line).
 
+#[path = "support/run.rs"]
+mod run;
 mod sim;
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 use sqtt_tools::commands;
 use sqtt_tools::diag::{kind, NoProgress};
 use sqtt_tools::engine::Options;
 
+use run::{s, sqtt};
+
 const UI: &str = "ui_output_agent_1_dispatch_1";
-
-fn sqtt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sqtt"))
-        .args(args)
-        .output()
-        .expect("run sqtt")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 fn edit_json(path: &Path, f: impl FnOnce(&mut Value)) {
     let mut v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();

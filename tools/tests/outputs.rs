@@ -5,6 +5,8 @@
 //! directory, never in the real /dev.
 
 mod sim;
+#[path = "support/run.rs"]
+mod support;
 
 use std::ffi::CString;
 use std::fs::File;
@@ -15,16 +17,10 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use support::{s, sqtt as run};
+
 fn sqtt() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sqtt"))
-}
-
-fn run(args: &[&str]) -> Output {
-    sqtt().args(args).output().expect("run sqtt")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 fn err(o: &Output) -> String {
