@@ -707,16 +707,21 @@ mod tests {
         }
     }
 
+    /// A compiler that succeeds writing `out`, which holds no code object.
+    fn writing_no_code_object(out: &Path) -> Recorder {
+        let written = out.to_path_buf();
+        Recorder::doing(move |_: &Invocation| {
+            std::fs::write(&written, b"not a code object")?;
+            Ok(Status::SUCCESS)
+        })
+    }
+
     #[test]
     fn a_rejected_output_is_moved_aside_and_fails_with_exit_1() {
         let d = tempfile::tempdir().unwrap();
         let plan = plan_in(d.path(), "-c k.hip -o k.o");
         let out = d.path().join("k.o");
-        let written = out.clone();
-        let mut fake = Recorder::doing(move |_: &Invocation| {
-            std::fs::write(&written, b"not a code object")?;
-            Ok(Status::SUCCESS)
-        });
+        let mut fake = writing_no_code_object(&out);
         let e = execute(&plan, &mut fake).unwrap_err();
         assert_eq!(e.exit_code(), 1);
         let text = e.to_string();
@@ -797,11 +802,7 @@ mod tests {
         // `k.o.sqtt-rejected` is a directory that is not empty: no rename can replace it.
         let aside = d.path().join("k.o.sqtt-rejected");
         std::fs::create_dir_all(aside.join("x")).unwrap();
-        let written = out.clone();
-        let mut fake = Recorder::doing(move |_: &Invocation| {
-            std::fs::write(&written, b"not a code object")?;
-            Ok(Status::SUCCESS)
-        });
+        let mut fake = writing_no_code_object(&out);
         let e = execute(&plan, &mut fake).unwrap_err();
         assert_eq!(e.exit_code(), 1);
         assert!(!out.exists(), "the rejected output is not left in place");

@@ -1,5 +1,21 @@
 //! Kernels more than one test file builds.
 
+/// A kernel with one named scope, `work` (markers.hpp), and a host `main`: what the wrapper's
+/// tests build.
+pub const WORK_KERNEL: &str = r#"
+#include <hip/hip_runtime.h>
+#include "markers.hpp"
+
+__global__ void my_kernel(float *p, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  sqtt_marker_enter("work");
+  p[i] = p[i] * 2.0f + 1.0f;
+  sqtt_marker_exit("work");
+}
+int main() { return 0; }
+"#;
+
 /// README's example kernel (examples/my_kernel.hip without its host code): named scopes, a
 /// data marker and a point, so every marker kind of markers.hpp.
 pub const MY_KERNEL: &str = r#"#include <hip/hip_runtime.h>

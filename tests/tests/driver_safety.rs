@@ -22,19 +22,7 @@ use sqtt_e2e::toolchain::{
 /// A uid no account uses here, as "another user".
 const OTHER: u32 = 12345;
 
-const KERNEL: &str = r#"
-#include <hip/hip_runtime.h>
-#include "markers.hpp"
-
-__global__ void my_kernel(float *p, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  sqtt_marker_enter("work");
-  p[i] = p[i] * 2.0f + 1.0f;
-  sqtt_marker_exit("work");
-}
-int main() { return 0; }
-"#;
+use sqtt_e2e::kernels::WORK_KERNEL as KERNEL;
 
 fn err(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
