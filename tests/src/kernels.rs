@@ -16,6 +16,15 @@ __global__ void my_kernel(float *p, int n) {
 int main() { return 0; }
 "#;
 
+/// `src` (whose markers get ID 1) with a hand-made funcmap row in the same section,
+/// `U:1:intruder`: ID 1 twice, which the wrapper's post-build check rejects.
+pub fn with_colliding_funcmap(src: &str) -> String {
+    format!(
+        "{src}\n__attribute__((section(\".sqtt_funcmap\"), used)) __device__ const char \
+         extra_map[] = \"U:1:intruder\\n\";\n"
+    )
+}
+
 /// README's example kernel (examples/my_kernel.hip without its host code): named scopes, a
 /// data marker and a point, so every marker kind of markers.hpp.
 pub const MY_KERNEL: &str = r#"#include <hip/hip_runtime.h>

@@ -598,10 +598,7 @@ fn the_documented_plugin_option_works_on_compile_and_link() {
 fn a_rejected_output_is_never_left_in_place() {
     let d = workdir();
     // A hand-made funcmap joins the plugin's in the same section: ID 1 twice.
-    let src = format!(
-        "{KERNEL}\n__attribute__((section(\".sqtt_funcmap\"), used)) __device__ const char \
-         extra_map[] = \"U:1:intruder\\n\";\n"
-    );
+    let src = sqtt_e2e::kernels::with_colliding_funcmap(KERNEL);
     std::fs::write(d.path().join("k.hip"), src).unwrap();
     let aside = d.path().join("app.sqtt-rejected");
     std::fs::create_dir_all(aside.join("keep")).unwrap();
