@@ -296,7 +296,10 @@ mod tests {
         let w = l.ignored[0].to_string();
         let p = t.judged().display().to_string();
         assert!(
-            w.starts_with(&format!("ignoring {p}: it is writable by everyone (mode 0666); to use it anyway, name it (--sqtt-config={p} or SQTT_CONFIG={p}) or add ")),
+            w.starts_with(&format!(
+                "ignoring {p}: it is writable by everyone (mode 0666); to use it anyway, name it \
+                 (--sqtt-config={p} or SQTT_CONFIG={p}) or add "
+            )),
             "{w}"
         );
         assert!(w.ends_with("to SQTT_SAFE_DIRECTORY"), "{w}");

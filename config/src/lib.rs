@@ -263,7 +263,12 @@ pub enum ConfigError {
         value: String,
         expected: String,
     },
-    #[error("{path}: unknown key `{key}`{hint}; known keys: {known}", path = .path.display(), key = show::cut(.key), hint = hint_text(.suggestion))]
+    #[error(
+        "{path}: unknown key `{key}`{hint}; known keys: {known}",
+        path = .path.display(),
+        key = show::cut(.key),
+        hint = hint_text(.suggestion)
+    )]
     UnknownKey {
         path: PathBuf,
         key: String,
