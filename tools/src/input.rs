@@ -576,6 +576,12 @@ pub fn slot_key(se: u32, cu: u32, simd: u32, wave: u32) -> u64 {
     (u64::from(se) << 48) | (u64::from(cu) << 24) | (u64::from(simd) << 16) | u64::from(wave)
 }
 
+/// The `(se, cu, simd, wave)` of a [`slot_key`] (of fields in its ranges).
+pub fn slot_fields(key: u64) -> (u32, u32, u32, u32) {
+    let field = |shift: u32, bits: u32| (key >> shift) as u32 & ((1 << bits) - 1);
+    (field(48, 16), field(24, 24), field(16, 8), field(0, 16))
+}
+
 /// The wave spans of every slot, and the dispatch names.
 #[derive(Debug, Default, Clone)]
 pub struct Occupancy {
