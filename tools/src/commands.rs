@@ -130,7 +130,7 @@ pub fn perfetto(
         let f = AtomicFile::create(&path).map_err(|e| Error::io(&path, e))?;
         let (st, n, f) = match format {
             Format::Protobuf => {
-                let mut sink = Timeline::new(ProtoEncoder::new(f, clock_ghz));
+                let mut sink = Timeline::new(ProtoEncoder::new(f), clock_ghz);
                 let st = trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?;
                 sink.report(&mut trace.diag);
                 let n = sink.events();
@@ -139,7 +139,7 @@ pub fn perfetto(
             Format::Json => {
                 let enc =
                     JsonEncoder::new(f, &ui.name, clock_ghz).map_err(|e| Error::io(&path, e))?;
-                let mut sink = Timeline::new(enc);
+                let mut sink = Timeline::new(enc, clock_ghz);
                 let st = trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?;
                 sink.report(&mut trace.diag);
                 let n = sink.events();
