@@ -2,6 +2,8 @@
 //! run against the truth and against AMD's scripts): chunk files listed as plain names out of
 //! order, a record long after its wave's end, and waves without records.
 
+#[path = "support/pftrace.rs"]
+mod pftrace;
 mod sim;
 
 use std::collections::BTreeMap;
@@ -311,23 +313,7 @@ fn every_wave_counts_its_whole_span_with_or_without_records() {
         .unwrap();
         let tracks = match format {
             Format::Json => json_events(&p.files[0]).len(),
-            Format::Protobuf => {
-                let v = std::process::Command::new("protoc")
-                    .arg("--decode=perfetto.protos.Trace")
-                    .arg(format!("-I{}/proto", env!("CARGO_MANIFEST_DIR")))
-                    .arg(format!(
-                        "{}/proto/perfetto_trace.proto",
-                        env!("CARGO_MANIFEST_DIR")
-                    ))
-                    .stdin(std::fs::File::open(&p.files[0]).unwrap())
-                    .output()
-                    .expect("protoc");
-                assert!(v.status.success());
-                String::from_utf8(v.stdout)
-                    .unwrap()
-                    .matches("thread_name:")
-                    .count()
-            }
+            Format::Protobuf => pftrace::replay(&pftrace::decode(&p.files[0])).threads.len(),
         };
         assert_eq!(tracks, 7, "{format:?}");
     }

@@ -28,7 +28,7 @@ use std::io::{self, Write};
 
 use rustc_hash::FxHashMap;
 
-use super::{category, Encoder, Point, Thread, OUT_BLOCK, POINT_CATEGORY};
+use super::{category, Encoder, Point, Thread, POINT_CATEGORY};
 use crate::engine::{Names, ScopeKind};
 
 /// The protobuf wire format, as far as the trace needs it.
@@ -158,13 +158,23 @@ impl Short<'_> {
     }
 }
 
-/// The output: a buffer of fixed length written at a cursor and sent out in blocks of
-/// [`OUT_BLOCK`] bytes; the [`SHORT`] bytes past a block take the event packet written in place.
+/// Raw packets compressed into one `compressed_packets` packet: Perfetto wants each such packet
+/// under 512 KiB.
+const BUNDLE: usize = 256 << 10;
+
+/// The output: a buffer of fixed length written at a cursor; the [`SHORT`] bytes past its
+/// [`BUNDLE`] bytes take the event packet written in place. Each full buffer of packets goes out
+/// deflated as one `TracePacket.compressed_packets` (a `Trace` of those packets, zlib format, as
+/// Perfetto's own service writes with `COMPRESSION_TYPE_DEFLATE`): the packets repeat a handful
+/// of byte patterns, and deflate takes them to a third.
 struct Out<W> {
     out: W,
     buf: Vec<u8>,
-    /// Bytes written to `buf`, below [`OUT_BLOCK`] between calls.
+    /// Bytes written to `buf`, below [`BUNDLE`] between calls.
     pos: usize,
+    z: flate2::Compress,
+    /// The deflated bundle, then its packet.
+    zbuf: Vec<u8>,
     err: Option<io::Error>,
 }
 
@@ -172,8 +182,10 @@ impl<W: Write> Out<W> {
     fn new(out: W) -> Out<W> {
         Out {
             out,
-            buf: vec![0; OUT_BLOCK + SHORT],
+            buf: vec![0; BUNDLE + SHORT],
             pos: 0,
+            z: flate2::Compress::new(flate2::Compression::fast(), true),
+            zbuf: Vec::new(),
             err: None,
         }
     }
@@ -189,16 +201,17 @@ impl<W: Write> Out<W> {
     #[inline]
     fn advance(&mut self, n: usize) {
         self.pos += n;
-        if self.pos >= OUT_BLOCK {
+        if self.pos >= BUNDLE {
             self.write_out();
         }
     }
 
     /// Appends `b`.
     fn put(&mut self, b: &[u8]) {
-        if self.pos + b.len() >= OUT_BLOCK {
+        if self.pos + b.len() >= BUNDLE {
             self.write_out();
-            if b.len() >= OUT_BLOCK {
+            if b.len() >= BUNDLE {
+                // A packet too large to bundle goes out as it is.
                 self.write(b);
                 return;
             }
@@ -215,11 +228,42 @@ impl<W: Write> Out<W> {
         }
     }
 
+    /// Writes the packets in the buffer out, deflated into one packet.
     fn write_out(&mut self) {
-        if self.err.is_none() {
-            if let Err(e) = self.out.write_all(&self.buf[..self.pos]) {
-                self.err = Some(e);
+        if self.pos == 0 {
+            return;
+        }
+        let raw = &self.buf[..self.pos];
+        self.z.reset();
+        let z = &mut self.zbuf;
+        z.clear();
+        z.reserve(raw.len() / 2 + 64);
+        let done = loop {
+            let read = self.z.total_in() as usize;
+            match self
+                .z
+                .compress_vec(&raw[read..], z, flate2::FlushCompress::Finish)
+            {
+                Ok(flate2::Status::StreamEnd) => break true,
+                Ok(_) => z.reserve(z.capacity().max(4096)),
+                Err(_) => break false,
             }
+        };
+        if done && z.len() + 8 < raw.len() {
+            let mut head = Vec::with_capacity(16);
+            let inner = z.len() + 2 + varint_len(z.len() as u64);
+            wire::key(&mut head, field::TRACE_PACKET, wire::LEN);
+            wire::varint(&mut head, inner as u64);
+            wire::key(&mut head, field::PACKET_COMPRESSED, wire::LEN);
+            wire::varint(&mut head, z.len() as u64);
+            let z = std::mem::take(&mut self.zbuf);
+            self.write(&head);
+            self.write(&z);
+            self.zbuf = z;
+        } else {
+            let raw = std::mem::take(&mut self.buf);
+            self.write(&raw[..self.pos]);
+            self.buf = raw;
         }
         self.pos = 0;
     }
@@ -235,6 +279,11 @@ impl<W: Write> Out<W> {
     }
 }
 
+/// Bytes of `v` as a varint.
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
 /// Field numbers of Perfetto's schema (`protos/perfetto/trace/...`).
 mod field {
     pub const TRACE_PACKET: u32 = 1;
@@ -248,6 +297,7 @@ mod field {
     pub const PACKET_DEFAULTS: u32 = 59;
     pub const PACKET_TRACK_DESCRIPTOR: u32 = 60;
     pub const PACKET_FIRST_ON_SEQUENCE: u32 = 87;
+    pub const PACKET_COMPRESSED: u32 = 50;
 
     pub const DEFAULTS_CLOCK_ID: u32 = 58;
     pub const DEFAULTS_TRACK_EVENT: u32 = 11;
@@ -883,6 +933,21 @@ mod tests {
         out
     }
 
+    /// The packets of a trace whose packets went out in one `compressed_packets` bundle.
+    fn inflated(trace: &[u8]) -> Vec<u8> {
+        use std::io::Read;
+        let outer = fields(trace);
+        assert_eq!(outer.len(), 1);
+        let bundle = fields(outer[0].1.unwrap_err());
+        assert_eq!(bundle.len(), 1);
+        assert_eq!(bundle[0].0, 50);
+        let mut out = Vec::new();
+        flate2::read::ZlibDecoder::new(bundle[0].1.unwrap_err())
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    }
+
     /// The largest event packets written in place (ten-byte time step, all arguments, the most
     /// payload values) keep their one-byte lengths right, once with the interned data and once
     /// without.
@@ -907,7 +972,7 @@ mod tests {
         enc.thread(0, &thread);
         enc.instant(&names, 0, 0, &point);
         enc.instant(&names, 0, u64::MAX, &point);
-        let out = enc.finish().unwrap();
+        let out = inflated(&enc.finish().unwrap());
         let packets = fields(&out);
         assert_eq!(packets.len(), 4);
         for (n, (f, p)) in packets.iter().enumerate().skip(2) {

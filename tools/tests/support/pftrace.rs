@@ -1,7 +1,8 @@
-//! Reads a `.pftrace` back for the tests: decoded by `protoc --decode` against
+//! Reads a `.pftrace` back for the tests: its `compressed_packets` inflated in their place (as
+//! Perfetto's trace processor reads them), decoded by `protoc --decode` against
 //! tools/proto/perfetto_trace.proto (so the file must be a valid `perfetto.protos.Trace`), then
-//! replayed as Perfetto's trace processor reads it: sequences with their incremental state
-//! (interned strings, defaults, the incremental clock), track descriptors and events.
+//! replayed as the trace processor reads it: sequences with their incremental state (interned
+//! strings, defaults, the incremental clock), track descriptors and events.
 
 #![allow(dead_code)]
 
@@ -53,18 +54,69 @@ fn proto_file() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("proto/perfetto_trace.proto")
 }
 
-/// `protoc --decode=perfetto.protos.Trace` of `file`, parsed.
+fn varint(b: &[u8], i: &mut usize) -> u64 {
+    let mut v = 0;
+    let mut shift = 0;
+    loop {
+        let x = b[*i];
+        *i += 1;
+        v |= u64::from(x & 0x7F) << shift;
+        shift += 7;
+        if x < 0x80 {
+            return v;
+        }
+    }
+}
+
+/// The packets of a trace with every packet that is only `compressed_packets` (field 50)
+/// replaced by the packets it inflates to, and how many there were.
+pub fn inflate(trace: &[u8]) -> (Vec<u8>, usize) {
+    use std::io::Read;
+    let (mut out, mut bundles, mut i) = (Vec::new(), 0, 0);
+    while i < trace.len() {
+        let start = i;
+        assert_eq!(
+            varint(trace, &mut i),
+            1 << 3 | 2,
+            "a Trace holds only packets"
+        );
+        let n = varint(trace, &mut i) as usize;
+        let packet = &trace[i..i + n];
+        i += n;
+        let mut j = 0;
+        if varint(packet, &mut j) == 50 << 3 | 2 {
+            let m = varint(packet, &mut j) as usize;
+            if j + m == packet.len() {
+                bundles += 1;
+                flate2::read::ZlibDecoder::new(&packet[j..])
+                    .read_to_end(&mut out)
+                    .expect("compressed_packets inflate");
+                continue;
+            }
+        }
+        out.extend_from_slice(&trace[start..i]);
+    }
+    (out, bundles)
+}
+
+/// `protoc --decode=perfetto.protos.Trace` of `file`, its compressed packets inflated, parsed.
 pub fn decode(file: &Path) -> Msg {
+    use std::io::Write;
     let proto = proto_file();
-    let out = Command::new("protoc")
+    let (packets, _) = inflate(&std::fs::read(file).unwrap());
+    let mut child = Command::new("protoc")
         .arg("--decode=perfetto.protos.Trace")
         .arg(format!("-I{}", proto.parent().unwrap().display()))
         .arg(&proto)
-        .stdin(std::fs::File::open(file).unwrap())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .output()
+        .spawn()
         .expect("protoc not found: install Debian's protobuf-compiler (ci/setup.sh does)");
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(&packets));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
     assert!(
         out.status.success(),
         "protoc --decode failed on {}: {}",
