@@ -44,9 +44,12 @@ pub struct TraceDir {
     pub warnings: Vec<String>,
 }
 
-/// How deep below the given directory ui directories and code objects are looked for
-/// (`DIR/<host>/<pid>/<ui dir>` is 3).
+/// How deep below the given directory ui directories and code objects are looked for: the
+/// directories searched for them are at most this many levels below it.
 const MAX_DEPTH: usize = 6;
+/// How many levels below the given directory a ui directory is found at most
+/// (`DIR/<host>/<pid>/<ui dir>` is 3).
+pub const MAX_UI_LEVELS: usize = MAX_DEPTH + 1;
 
 /// Ui directories and code object files under `dir`, recursively (symbolic links to
 /// directories are not followed).

@@ -483,3 +483,41 @@ fn raw_trace_inputs_must_be_regular_files() {
         assert!(err.contains(&format!("{}: {what}", p.display())), "{err}");
     }
 }
+
+#[test]
+fn a_ui_dir_deeper_than_the_search_gets_an_error_naming_the_limit() {
+    let (dir, truth) = setup();
+    // Moved down into DIR/l1/.../lN: found down to the limit, not below it.
+    let found = |levels: usize| {
+        let root = tempfile::tempdir().unwrap();
+        let mut deep = root.path().to_path_buf();
+        for l in 1..levels {
+            deep = deep.join(format!("l{l}"));
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        for e in std::fs::read_dir(dir.path()).unwrap() {
+            let p = e.unwrap().path();
+            let to = deep.join(p.file_name().unwrap());
+            if p.is_dir() {
+                std::fs::create_dir_all(&to).unwrap();
+                for f in std::fs::read_dir(&p).unwrap() {
+                    let f = f.unwrap().path();
+                    std::fs::copy(&f, to.join(f.file_name().unwrap())).unwrap();
+                }
+            } else {
+                std::fs::copy(&p, &to).unwrap();
+            }
+        }
+        commands::flamegraph(root.path(), &Options::default(), &NoProgress).map(|r| r.folded)
+    };
+    let limit = sqtt_tools::input::MAX_UI_LEVELS;
+    let got: std::collections::BTreeMap<String, u64> = found(limit).unwrap().into_iter().collect();
+    assert_eq!(got, truth.folded);
+    let e = found(limit + 1).unwrap_err();
+    assert!(matches!(e, Error::NotATraceDir(_)));
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&format!("at most {limit} levels below it")),
+        "{msg}"
+    );
+}
