@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::diag::{Diagnostics, Progress};
-use crate::engine::{Marker, Names, Options, RunStats, ScopeOp, Sink, Trace, Wave};
+use crate::engine::{Marker, Names, Options, ScopeOp, Sink, Wave};
 use crate::error::Error;
 use crate::flamegraph::Flamegraph;
 
@@ -258,35 +258,14 @@ struct Capture {
 }
 
 fn read_capture(dir: &Path, opts: &Options, progress: &dyn Progress) -> Result<Capture, Error> {
-    let mut trace = Trace::open_with(dir, &opts.code_objects)?;
-    progress.set_total(trace.shaderdata_bytes());
     let mut names = Names::default();
     let mut stacks = Stacks::default();
     let mut flame = Flamegraph::new();
-    let mut run = RunStats::default();
-    let mut uis = 0u64;
-    for ui in trace.dir.ui_dirs.clone() {
-        let mut sink = Side2 {
-            stacks: &mut stacks,
-            flame: &mut flame,
-        };
-        run.add(&trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?);
-        uis += 1;
-    }
-    progress.finish();
-    if run.records == 0 && run.files_ok == 0 {
-        let why: String = trace
-            .file_errors
-            .iter()
-            .chain(&trace.dir.warnings)
-            .map(|w| format!("\n  {w}"))
-            .collect();
-        return Err(Error::Unusable(format!(
-            "{}: no readable shaderdata_*.json in {uis} ui directories{why}",
-            dir.display()
-        )));
-    }
-    let mut diag = trace.diag;
+    let mut sink = Side2 {
+        stacks: &mut stacks,
+        flame: &mut flame,
+    };
+    let (mut diag, _) = crate::commands::read(dir, opts, &mut names, &mut sink, progress)?;
     flame.report(&mut diag);
     let by_name = (0..stacks.nodes.len() as u32)
         .filter(|&n| stacks.acc[n as usize].waves > 0)
