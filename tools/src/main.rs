@@ -297,18 +297,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 &*p,
             )?;
             warn(&r.diag);
-            let text = if a.json {
-                let mut s = serde_json::to_string_pretty(&r.report)?;
-                s.push('\n');
-                s
-            } else if a.csv {
-                sqtt_tools::stats::to_csv(&r.report)
-            } else {
-                sqtt_tools::stats::to_text(&r.report)
-            };
-            let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())?;
-            out.flush()?;
+            use sqtt_tools::stats::{to_csv, to_text};
+            print_report(&r.report, a.json, a.csv, to_csv, to_text)?;
         }
         Command::Diff(a) => run_diff(&a)?,
         Command::Waves(a) => tt::run_waves(&a, &mut std::io::stdout().lock())?,
@@ -360,6 +350,29 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Prints a report on stdout: as JSON, CSV or the text table.
+fn print_report<R: serde::Serialize>(
+    r: &R,
+    json: bool,
+    csv: bool,
+    to_csv: fn(&R) -> String,
+    to_text: fn(&R) -> String,
+) -> anyhow::Result<()> {
+    let text = if json {
+        let mut s = serde_json::to_string_pretty(r)?;
+        s.push('\n');
+        s
+    } else if csv {
+        to_csv(r)
+    } else {
+        to_text(r)
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
 fn run_diff(a: &DiffArgs) -> anyhow::Result<()> {
     let p = progress();
     let r = sqtt_tools::diff::diff(
@@ -375,18 +388,8 @@ fn run_diff(a: &DiffArgs) -> anyhow::Result<()> {
             eprintln!("sqtt: {side}: {line}");
         }
     }
-    let text = if a.json {
-        let mut s = serde_json::to_string_pretty(&r.report)?;
-        s.push('\n');
-        s
-    } else if a.csv {
-        sqtt_tools::diff::to_csv(&r.report)
-    } else {
-        sqtt_tools::diff::to_text(&r.report)
-    };
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
+    use sqtt_tools::diff::{to_csv, to_text};
+    print_report(&r.report, a.json, a.csv, to_csv, to_text)?;
     if let Some(svg) = &a.svg {
         let mut f =
             AtomicFile::create(svg).with_context(|| format!("cannot create {}", svg.display()))?;

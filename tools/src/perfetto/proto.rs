@@ -47,6 +47,21 @@ pub mod wire {
         buf.push(v as u8);
     }
 
+    /// The varint at `b[*i..]`, with `*i` moved past it.
+    pub fn read_varint(b: &[u8], i: &mut usize) -> u64 {
+        let mut v = 0;
+        let mut shift = 0;
+        loop {
+            let x = b[*i];
+            *i += 1;
+            v |= u64::from(x & 0x7F) << shift;
+            shift += 7;
+            if x < 0x80 {
+                return v;
+            }
+        }
+    }
+
     #[inline]
     pub fn key(buf: &mut Vec<u8>, field: u32, wire_type: u32) {
         varint(buf, u64::from(field << 3 | wire_type));
@@ -899,19 +914,7 @@ mod tests {
     use crate::engine::Names;
     use crate::perfetto::{Encoder, Point, Thread};
 
-    fn varint(b: &[u8], i: &mut usize) -> u64 {
-        let mut v = 0;
-        let mut shift = 0;
-        loop {
-            let x = b[*i];
-            *i += 1;
-            v |= u64::from(x & 0x7F) << shift;
-            shift += 7;
-            if x < 0x80 {
-                return v;
-            }
-        }
-    }
+    use super::wire::read_varint as varint;
 
     /// The fields of a message: (field number, value or content).
     fn fields(b: &[u8]) -> Vec<(u64, Result<u64, &[u8]>)> {

@@ -54,19 +54,7 @@ fn proto_file() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("proto/perfetto_trace.proto")
 }
 
-fn varint(b: &[u8], i: &mut usize) -> u64 {
-    let mut v = 0;
-    let mut shift = 0;
-    loop {
-        let x = b[*i];
-        *i += 1;
-        v |= u64::from(x & 0x7F) << shift;
-        shift += 7;
-        if x < 0x80 {
-            return v;
-        }
-    }
-}
+use sqtt_tools::perfetto::proto::wire::read_varint as varint;
 
 /// The packets of a trace with every packet that is only `compressed_packets` (field 50)
 /// replaced by the packets it inflates to, and how many there were.
