@@ -2,12 +2,14 @@
 //! (prints a table; not a test). `cargo bench -p sqtt-tools` generates a rocprofv3-like directory
 //! of SQTT_BENCH_RECORDS shaderdata records (default 10 million; marker-heavy: nested scopes,
 //! fused transitions, points and data payloads of many interleaved waves on 4 shader engines),
-//! a quarter-size one beside it (does memory grow with the trace?) and a packed gfx12 one. Each
+//! a quarter-size one beside it (does memory grow with the trace?), a packed gfx12 one and a
+//! quarter-size one of short waves on 2 shader engines (the Perfetto files' per-wave parts). Each
 //! tool runs as a `sqtt` child process of this tree and of the baseline (`SQTT_BENCH_BASELINE`:
 //! a git revision, default `main`, built once in the temporary directory; a `sqtt` binary; or
 //! `none`), alternating, so both are measured in the same run under the same load; the table
 //! gives records per CPU second of the child, their ratio, peak RSS and whether both wrote the
-//! same bytes. `--gen DIR N [packed]` only writes a directory (for profiling).
+//! same bytes; a second table gives the Perfetto files' sizes. `--gen DIR N [packed|short]` only
+//! writes a directory (for profiling).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
