@@ -64,8 +64,6 @@ pub struct Thread<'a> {
     pub tid: u32,
     /// `SE{se}/CU{cu}/SIMD{simd}/W{wave}#{instance}`.
     pub name: &'a str,
-    /// Where the wave's time begins (ns).
-    pub begin: u64,
 }
 
 /// Writes the events of one timeline file: what to show is decided by [`Timeline`] (processes,
@@ -205,7 +203,6 @@ impl<E: Encoder> Sink for Timeline<E> {
             pid,
             tid,
             name: &name,
-            begin: ns(w.begin, self.clock_ghz),
         };
         self.enc.thread(slot, &t);
     }

@@ -181,7 +181,7 @@ const BUNDLE: usize = 256 << 10;
 /// [`BUNDLE`] bytes take the event packet written in place. Each full buffer of packets goes out
 /// deflated as one `TracePacket.compressed_packets` (a `Trace` of those packets, zlib format, as
 /// Perfetto's own service writes with `COMPRESSION_TYPE_DEFLATE`): the packets repeat a handful
-/// of byte patterns, and deflate takes them to a third.
+/// of byte patterns, and deflate takes them to less than half.
 struct Out<W> {
     out: W,
     buf: Vec<u8>,
@@ -970,7 +970,6 @@ mod tests {
             pid: 1,
             tid: 1,
             name: "w",
-            begin: 0,
         };
         enc.thread(0, &thread);
         enc.instant(&names, 0, 0, &point);
