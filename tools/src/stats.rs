@@ -280,7 +280,7 @@ pub fn to_text(r: &StatsReport) -> String {
 }
 
 /// A quoted CSV field, its control characters escaped so that every row is one line.
-fn csv_field(s: &str) -> String {
+pub(crate) fn csv_field(s: &str) -> String {
     format!("\"{}\"", printable(s).replace('"', "\"\""))
 }
 

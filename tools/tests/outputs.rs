@@ -190,6 +190,10 @@ fn an_output_that_is_an_input_is_refused_before_anything_is_written() {
         (vec!["flamegraph", s(t.path()), "--svg", s(&link)], &link),
         (vec!["memory", s(t.path()), "-o", s(&hard)], &hard),
         (
+            vec!["diff", s(t.path()), s(t.path()), "--svg", s(&occupancy)],
+            &occupancy,
+        ),
+        (
             vec![
                 "memory",
                 s(t.path()),
@@ -281,6 +285,7 @@ fn a_full_stdout_is_an_error_naming_it() {
         vec!["stats", s(t.path()), "--json"],
         vec!["memory", s(t.path())],
         vec!["memory", s(t.path()), "--summary"],
+        vec!["diff", s(t.path()), s(t.path())],
         vec!["funcmap", s(&co)],
         vec!["funcmap", s(&co), "--json"],
         vec!["waves", "--gpu", "gfx1100", s(&att)],
