@@ -303,40 +303,11 @@ struct Gfxip(Option<String>);
 
 impl<'de> Deserialize<'de> for Gfxip {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Gfxip, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Gfxip;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a gfx target name or number")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Gfxip, E> {
-                Ok(Gfxip(Some(v.to_string())))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Gfxip, E> {
-                Ok(Gfxip(Some(format!("gfx{v}"))))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Gfxip, E> {
-                Ok(Gfxip(Some(format!("gfx{v}"))))
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<Gfxip, E> {
-                Ok(Gfxip(Some(format!("gfx{v}"))))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Gfxip, E> {
-                Ok(Gfxip(None))
-            }
-            fn visit_unit<E>(self) -> Result<Gfxip, E> {
-                Ok(Gfxip(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Gfxip, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Gfxip(None))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Gfxip, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Gfxip(None))
-            }
-        }
-        d.deserialize_any(V)
+        Ok(Gfxip(match Cell::deserialize(d)? {
+            Cell::Str(s) => Some(s),
+            Cell::Num(n) => Some(format!("gfx{n}")),
+            Cell::Other => None,
+        }))
     }
 }
 
