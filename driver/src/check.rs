@@ -1,6 +1,6 @@
-//! `sqtt-hipcc --check FILE... [--demangle] [--json] [--require KIND:GLOB]... [--arch GFX]`: the
-//! options and their errors here; the check itself is `sqtt_codeobj::check`, which `sqtt funcmap`
-//! runs too.
+//! `sqtt-hipcc --check FILE... [--demangle] [--json] [--require KIND:GLOB]... [--arch GFX]
+//! [--cost [--baseline PLAIN]... [--max-*]]`: the options and their errors here; the check itself
+//! is `sqtt_codeobj::check`, which `sqtt funcmap` runs too.
 //!
 //! Exit status: 0 every selected code object has a valid funcmap (or is not yet linked) and every
 //! requirement is met; 1 a funcmap is missing or invalid, a file holds no (selected) code object
@@ -26,7 +26,20 @@ object, offload bundle, CCOB bundle) and checks it.
                        empty files, host-only binaries (so `--check build/bin/*` works)
   --help               this text
 
-Exit status: 0 all valid and all requirements met, 1 a check failed, 2 usage error.
+What each kernel costs (schema of --json: docs/check-json.md, section The cost report):
+  --cost               per kernel (its callees counted in): SGPRs, VGPRs, AGPRs, scratch and LDS
+                       bytes, occupancy in waves per SIMD, instructions, code bytes, trace
+                       instructions and the markers they write, instead of the funcmap tables
+  --baseline PLAIN     the same program built without instrumentation (one per FILE, in order):
+                       its figures and the difference per kernel
+  --max-occupancy-drop N, --max-added-vgprs N, --max-code-growth PCT
+                       with --baseline: exit 1, naming the kernel and the limit, when a kernel
+                       loses more than N waves per SIMD, gains more than N VGPRs, or its code
+                       grows more than PCT percent
+  --csv                with --cost: one CSV row per kernel instead of the table
+
+Exit status: 0 all valid and all requirements met, 1 a check failed (with --cost: a limit
+exceeded), 2 usage error.
 ";
 
 fn usage(msg: &str) -> i32 {

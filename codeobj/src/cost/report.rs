@@ -41,6 +41,8 @@ pub struct CostReport {
     pub files: Vec<CostFile>,
     /// Every limit a kernel exceeded, or could not be checked against.
     pub violations: Vec<Violation>,
+    /// `--require`, as in the funcmap report.
+    pub requirements: Vec<crate::report::RequirementReport>,
     pub ok: bool,
     pub exit_code: i32,
 }
