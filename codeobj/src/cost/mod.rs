@@ -357,14 +357,25 @@ pub fn kernel_costs(co: &CodeObject) -> Vec<KernelCost> {
                 .iter()
                 .find(|(f, ..)| *f == k.name)
                 .map(|(_, v, _)| *v);
-            let unified = target
-                .and_then(|t| t.resources)
-                .is_some_and(|r| r.agprs == sqtt_gfx::AgprFile::Unified);
-            let vgprs = exact.unwrap_or(if unified && agprs > 0 {
-                k.vgpr_count.saturating_sub(agprs)
-            } else {
-                k.vgpr_count
-            });
+            let file = target.and_then(|t| t.resources).map(|r| r.agprs);
+            let vgprs = match (exact, file) {
+                (Some(v), _) => v,
+                (None, Some(sqtt_gfx::AgprFile::Unified)) if agprs > 0 => {
+                    notes.push(
+                        "VGPRs as allocated before the AGPRs (the metadata rounds them up to 4)"
+                            .into(),
+                    );
+                    k.vgpr_count.saturating_sub(agprs)
+                }
+                (None, Some(sqtt_gfx::AgprFile::Separate)) if agprs >= k.vgpr_count && agprs > 0 => {
+                    notes.push(
+                        "VGPRs: the metadata gives the larger of VGPRs and AGPRs, here the AGPRs"
+                            .into(),
+                    );
+                    k.vgpr_count
+                }
+                _ => k.vgpr_count,
+            };
             let wgp_mode = k.workgroup_processor_mode.unwrap_or_else(|| {
                 facts
                     .wgp_mode
