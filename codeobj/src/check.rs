@@ -136,7 +136,15 @@ impl CheckArgs {
                 self.max_code_growth.as_deref(),
                 "a percentage, such as 5 or 2.5",
             )?
-            .map(|p| if p.is_finite() { Ok(p) } else { Err(format!("--max-code-growth {p}: expected a percentage, such as 5 or 2.5")) })
+            .map(|p| {
+                if p.is_finite() {
+                    Ok(p)
+                } else {
+                    Err(format!(
+                        "--max-code-growth {p}: expected a percentage, such as 5 or 2.5"
+                    ))
+                }
+            })
             .transpose()?,
         };
         let needs_cost = [
@@ -153,7 +161,10 @@ impl CheckArgs {
             return Err("--csv and --json: choose one".into());
         }
         if limits.any() && self.baseline.is_empty() {
-            let name = needs_cost[2..].iter().find(|(set, _)| *set).map_or("", |(_, n)| n);
+            let name = needs_cost[2..]
+                .iter()
+                .find(|(set, _)| *set)
+                .map_or("", |(_, n)| n);
             return Err(format!(
                 "{name} needs --baseline PLAIN (the same program built without instrumentation)"
             ));
@@ -436,9 +447,12 @@ fn run_cost(
             continue;
         }
         let cos = fr.result.as_deref().unwrap_or_default();
-        let base = base
-            .as_ref()
-            .and_then(|b| b.result.as_ref().ok().map(|c| (b.path.as_str(), c.as_slice())));
+        let base = base.as_ref().and_then(|b| {
+            b.result
+                .as_ref()
+                .ok()
+                .map(|c| (b.path.as_str(), c.as_slice()))
+        });
         let rep = cost_report::file_report(&fr.path, cos, base);
         for co in &rep.code_objects {
             if let Some(e) = &co.error {

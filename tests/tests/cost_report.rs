@@ -85,12 +85,8 @@ fn cost_report(args: &[&str]) -> (CostReport, Output) {
         .args(["--check", "--cost", "--json"])
         .args(args));
     let text = String::from_utf8_lossy(&out.stdout);
-    let report: CostReport = serde_json::from_str(&text).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {text}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
+    let report: CostReport = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{e}: {text}\n{}", String::from_utf8_lossy(&out.stderr)));
     (report, out)
 }
 
@@ -121,7 +117,13 @@ fn differences(what: &str, report: &CostReport, remarks: &[Remark]) -> Vec<Strin
         let inexact = r.agprs > 0 && !k.notes.is_empty();
         let vgprs_ok = f.vgprs == r.vgprs
             || (inexact && (f.vgprs == r.vgprs.div_ceil(4) * 4 || f.vgprs == r.vgprs.max(r.agprs)));
-        let got = (f.sgprs, f.agprs, f.scratch_bytes, f.occupancy, Some(f.lds_bytes));
+        let got = (
+            f.sgprs,
+            f.agprs,
+            f.scratch_bytes,
+            f.occupancy,
+            Some(f.lds_bytes),
+        );
         let want = (r.sgprs, r.agprs, r.scratch, Some(r.occupancy), r.lds);
         if got != want || !vgprs_ok {
             out.push(format!(
@@ -148,7 +150,13 @@ fn objdump_counts(code_object: &Path, arch: &str) -> BTreeMap<String, (u64, u64)
     let ranges: Vec<(String, u64, u64)> = file
         .symbols()
         .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0)
-        .map(|s| (s.name().unwrap().to_string(), s.address(), s.address() + s.size()))
+        .map(|s| {
+            (
+                s.name().unwrap().to_string(),
+                s.address(),
+                s.address() + s.size(),
+            )
+        })
         .collect();
     let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for line in disassemble(code_object, arch).lines() {
@@ -177,7 +185,12 @@ fn objdump_counts(code_object: &Path, arch: &str) -> BTreeMap<String, (u64, u64)
 }
 
 /// The report's instruction and trace counts (kernel and callees) against llvm-objdump's.
-fn count_differences(what: &str, report: &CostReport, code_object: &Path, arch: &str) -> Vec<String> {
+fn count_differences(
+    what: &str,
+    report: &CostReport,
+    code_object: &Path,
+    arch: &str,
+) -> Vec<String> {
     let counts = objdump_counts(code_object, arch);
     let mut out = Vec::new();
     for k in kernels(report) {
@@ -252,19 +265,41 @@ fn checked_pair(
     let mut wrong = Vec::new();
     let mut reports = Vec::new();
     for arch in arches.iter().cloned() {
-        let (plain, plain_remarks) = device_build(dir.path(), src, &arch, false, &[], &format!("{tag}-plain"));
+        let (plain, plain_remarks) =
+            device_build(dir.path(), src, &arch, false, &[], &format!("{tag}-plain"));
         let (inst, inst_remarks) = device_build(dir.path(), src, &arch, true, env, tag);
         let p = plain.to_str().unwrap();
         let i = inst.to_str().unwrap();
         let (plain_report, _) = cost_report(&[p]);
         let (report, out) = cost_report(&["--baseline", p, i]);
         assert!(out.status.success(), "{}", stderr_tail(&out));
-        wrong.extend(differences(&format!("{tag} {arch} plain"), &plain_report, &plain_remarks));
-        wrong.extend(differences(&format!("{tag} {arch}"), &report, &inst_remarks));
-        wrong.extend(count_differences(&format!("{tag} {arch} plain"), &plain_report, &plain, &arch));
-        wrong.extend(count_differences(&format!("{tag} {arch}"), &report, &inst, &arch));
+        wrong.extend(differences(
+            &format!("{tag} {arch} plain"),
+            &plain_report,
+            &plain_remarks,
+        ));
+        wrong.extend(differences(
+            &format!("{tag} {arch}"),
+            &report,
+            &inst_remarks,
+        ));
+        wrong.extend(count_differences(
+            &format!("{tag} {arch} plain"),
+            &plain_report,
+            &plain,
+            &arch,
+        ));
+        wrong.extend(count_differences(
+            &format!("{tag} {arch}"),
+            &report,
+            &inst,
+            &arch,
+        ));
         for k in kernels(&report) {
-            let base = k.baseline.as_ref().expect("every kernel has its plain build");
+            let base = k
+                .baseline
+                .as_ref()
+                .expect("every kernel has its plain build");
             let plain_k = kernels(&plain_report)
                 .into_iter()
                 .find(|p| p.name == k.name)
@@ -286,10 +321,17 @@ fn readme_kernel_equals_the_compiler_remarks() {
         // Enter load_phase; exit it fused with the enter of compute_phase; the data point and
         // its payload; the exit of compute_phase; the point.
         let m = &k.markers;
-        assert_eq!((m.user, m.point, m.exits, m.runtime), (2, 2, 1, 1), "{arch}: {m:?}");
+        assert_eq!(
+            (m.user, m.point, m.exits, m.runtime),
+            (2, 2, 1, 1),
+            "{arch}: {m:?}"
+        );
         assert_eq!(k.figures.trace_instructions, Some(6), "{arch}");
         let d = k.delta.as_ref().unwrap();
-        assert!(d.code_bytes > 0 && d.instructions.unwrap() > 0, "{arch}: {d:?}");
+        assert!(
+            d.code_bytes > 0 && d.instructions.unwrap() > 0,
+            "{arch}: {d:?}"
+        );
     }
 }
 
@@ -336,7 +378,10 @@ fn rocprim_corpus_equals_the_compiler_remarks() {
     );
     let arches: Vec<String> = arches()
         .into_iter()
-        .filter(|a| llvm_major() >= 19 || sqtt_gfx::Generation::of_name(a) < Some(sqtt_gfx::Generation::Gfx11))
+        .filter(|a| {
+            llvm_major() >= 19
+                || sqtt_gfx::Generation::of_name(a) < Some(sqtt_gfx::Generation::Gfx11)
+        })
         .collect();
     for (arch, report) in checked_pair(&src, EVERYTHING, "rocprim", &arches) {
         let ks = kernels(&report);
@@ -365,7 +410,14 @@ fn callees_are_counted_in() {
     let src = dir.path().join("calls.hip");
     std::fs::write(&src, CALLS).unwrap();
     let arch = arches().remove(0);
-    let (co, rem) = device_build(dir.path(), &src, &arch, true, &[("SQTT_INSTRUMENT_FUNCTIONS", "1")], "calls");
+    let (co, rem) = device_build(
+        dir.path(),
+        &src,
+        &arch,
+        true,
+        &[("SQTT_INSTRUMENT_FUNCTIONS", "1")],
+        "calls",
+    );
     let (report, _) = cost_report(&[co.to_str().unwrap()]);
     let wrong = [
         differences("calls", &report, &rem),
@@ -409,16 +461,26 @@ fn occupancy_sweep_equals_llc_remarks() {
     for cpu in &cpus {
         let target = sqtt_gfx::Target::lookup(cpu).unwrap();
         let gen10 = target.generation >= sqtt_gfx::Generation::Gfx10;
-        let agprs = matches!(target.resources.map(|r| r.agprs), Some(a) if a != sqtt_gfx::AgprFile::None);
+        let agprs =
+            matches!(target.resources.map(|r| r.agprs), Some(a) if a != sqtt_gfx::AgprFile::None);
         let max_lds = target.resources.unwrap().lds_bytes_per_cu;
         let mut ir = format!(
             "target triple = \"amdgcn-amd-amdhsa\"\n!llvm.ident = !{{!0}}\n!0 = !{{!\"clang version {major}.0.0\"}}\n"
         );
         for i in 0..60 {
-            let v = pick(&[1, 5, 16, 17, 24, 25, 33, 41, 49, 65, 73, 85, 97, 104, 129, 168, 256]);
-            let a = if agprs { pick(&[0, 0, 1, 16, 33, 128]) } else { 0 };
+            let v = pick(&[
+                1, 5, 16, 17, 24, 25, 33, 41, 49, 65, 73, 85, 97, 104, 129, 168, 256,
+            ]);
+            let a = if agprs {
+                pick(&[0, 0, 1, 16, 33, 128])
+            } else {
+                0
+            };
             let s = pick(&[1, 30, 79, 81, 85, 90, 96, 100]);
-            let lds = pick(&[0, 1, 2048, 4096, 8192, 10000, 16384, 20000, 32769, 40000, 65536]).min(max_lds);
+            let lds = pick(&[
+                0, 1, 2048, 4096, 8192, 10000, 16384, 20000, 32769, 40000, 65536,
+            ])
+            .min(max_lds);
             let wg = pick(&[32, 64, 65, 128, 256, 257, 512, 1024]);
             let mut features = Vec::new();
             if gen10 && pick(&[0, 1]) == 1 {
@@ -429,7 +491,9 @@ fn occupancy_sweep_equals_llc_remarks() {
             }
             let mut body = String::new();
             if lds > 0 {
-                ir += &format!("@lds{i} = internal addrspace(3) global [{lds} x i8] undef, align 1\n");
+                ir += &format!(
+                    "@lds{i} = internal addrspace(3) global [{lds} x i8] undef, align 1\n"
+                );
                 body += &format!("  store volatile i8 0, ptr addrspace(3) @lds{i}\n");
             }
             body += &format!("  call void asm sideeffect \"\", \"~{{v{}}}\"()\n", v - 1);
@@ -449,7 +513,11 @@ fn occupancy_sweep_equals_llc_remarks() {
         let obj = dir.path().join(format!("sweep-{cpu}.o"));
         std::fs::write(&ll, &ir).unwrap();
         let o = run(Command::new(llvm_tool("llc"))
-            .args(["-mtriple=amdgcn-amd-amdhsa", &format!("-mcpu={cpu}"), "-filetype=obj"])
+            .args([
+                "-mtriple=amdgcn-amd-amdhsa",
+                &format!("-mcpu={cpu}"),
+                "-filetype=obj",
+            ])
             .arg("-pass-remarks-analysis=kernel-resource-usage")
             .arg(&ll)
             .arg("-o")
@@ -457,7 +525,11 @@ fn occupancy_sweep_equals_llc_remarks() {
         assert!(o.status.success(), "llc {cpu}: {}", stderr_tail(&o));
         let (report, _) = cost_report(&[obj.to_str().unwrap()]);
         assert_eq!(report.files[0].code_objects[0].llvm_major, Some(major));
-        wrong.extend(differences(&format!("llc-{major} {cpu}"), &report, &remarks(&String::from_utf8_lossy(&o.stderr))));
+        wrong.extend(differences(
+            &format!("llc-{major} {cpu}"),
+            &report,
+            &remarks(&String::from_utf8_lossy(&o.stderr)),
+        ));
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
@@ -481,33 +553,53 @@ fn limits_make_a_ci_gate() {
     let o = gate(&["--max-code-growth", "0"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("_Z9my_kernelPfi") && err.contains("--max-code-growth 0"), "{err}");
-    let o = gate(&["--max-code-growth", "1000", "--max-occupancy-drop", "8", "--max-added-vgprs", "64"]);
+    assert!(
+        err.contains("_Z9my_kernelPfi") && err.contains("--max-code-growth 0"),
+        "{err}"
+    );
+    let o = gate(&[
+        "--max-code-growth",
+        "1000",
+        "--max-occupancy-drop",
+        "8",
+        "--max-added-vgprs",
+        "64",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr_tail(&o));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("_Z9my_kernelPfi") && text.contains("waves/SIMD"), "{text}");
+    assert!(
+        text.contains("_Z9my_kernelPfi") && text.contains("waves/SIMD"),
+        "{text}"
+    );
 
     let o = gate(&["--max-added-vgprs", "lots"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("--max-added-vgprs") && err.contains("lots"), "{err}");
+    assert!(
+        err.contains("--max-added-vgprs") && err.contains("lots"),
+        "{err}"
+    );
     let o = run(Command::new(sqtt_hipcc())
         .args(["--check", "--cost", "--max-occupancy-drop", "1"])
         .arg(&inst));
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("needs --baseline"));
 
-    let csv = run_ok(Command::new(sqtt_hipcc())
-        .args(["--check", "--cost", "--csv", "--baseline"])
-        .arg(&plain)
-        .arg(&inst));
+    let csv = run_ok(
+        Command::new(sqtt_hipcc())
+            .args(["--check", "--cost", "--csv", "--baseline"])
+            .arg(&plain)
+            .arg(&inst),
+    );
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let row: Vec<&str> = lines.next().unwrap().split(',').collect();
     assert_eq!(header.len(), row.len());
     let col = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
     assert_eq!(col("kernel"), "_Z9my_kernelPfi");
-    assert!(col("baseline_code_bytes").parse::<u64>().unwrap() < col("code_bytes").parse().unwrap());
+    assert!(
+        col("baseline_code_bytes").parse::<u64>().unwrap() < col("code_bytes").parse().unwrap()
+    );
     assert_eq!(col("trace_instructions"), "6");
 }
 
@@ -518,9 +610,15 @@ fn sqtt_funcmap_cost_is_the_same_report() {
     let src = repo_root().join("examples/my_kernel.hip");
     let arch = arches().remove(0);
     let (co, _) = device_build(dir.path(), &src, &arch, true, &[], "same");
-    let a = run_ok(Command::new(sqtt_hipcc()).args(["--check", "--cost", "--json"]).arg(&co));
-    let b = run_ok(Command::new(sqtt_e2e::driver::sqtt_tool())
-        .args(["funcmap", "--cost", "--json"])
-        .arg(&co));
+    let a = run_ok(
+        Command::new(sqtt_hipcc())
+            .args(["--check", "--cost", "--json"])
+            .arg(&co),
+    );
+    let b = run_ok(
+        Command::new(sqtt_e2e::driver::sqtt_tool())
+            .args(["funcmap", "--cost", "--json"])
+            .arg(&co),
+    );
     assert_eq!(a, b);
 }

@@ -149,9 +149,9 @@ pub fn length(family: Family, w0: u32, w1: Option<u32>) -> Option<u32> {
         let ssrc0 = w0 & 0xff;
         let ssrc1 = (w0 >> 8) & 0xff;
         return Some(match w0 >> 23 {
-            0x17d => 4 + lit(ssrc0),             // SOP1
+            0x17d => 4 + lit(ssrc0),                 // SOP1
             0x17e => 4 + lit(ssrc0).max(lit(ssrc1)), // SOPC
-            0x17f => 4,                          // SOPP
+            0x17f => 4,                              // SOPP
             _ if w0 >> 28 == 0xb => {
                 // SOPK
                 if (w0 >> 23) & 0x1f == family.setreg_imm32() {
@@ -178,7 +178,7 @@ pub fn length(family: Family, w0: u32, w1: Option<u32>) -> Option<u32> {
     match family {
         Family::Gfx9 => match prefix6 {
             0x30 | 0x31 | 0x34 | 0x36 | 0x37 | 0x38 | 0x3a | 0x3c => Some(8), // SMEM EXP VOP3(P) DS FLAT MUBUF MTBUF MIMG
-            0x35 => Some(4),                                                // VINTRP
+            0x35 => Some(4),                                                  // VINTRP
             _ => None,
         },
         Family::Gfx10 => match prefix6 {
@@ -355,7 +355,9 @@ pub fn scan(family: Family, code: &[u8], address: u64, packed: bool, linked: boo
                     if lo.is_none() {
                         pc_base[n] = Some((base, Some(value)));
                     }
-                } else if let Some(Some((base, Some(lo)))) = n.checked_sub(1).and_then(|b| pc_base.get(b).copied()) {
+                } else if let Some(Some((base, Some(lo)))) =
+                    n.checked_sub(1).and_then(|b| pc_base.get(b).copied())
+                {
                     let offset = ((u64::from(value) << 32) | u64::from(lo)) as i64;
                     out.pc_targets.push(base.wrapping_add(offset as u64));
                     pc_base[n - 1] = None;
@@ -372,10 +374,7 @@ mod tests {
     use super::*;
 
     fn words(bytes: &[u8]) -> (u32, Option<u32>) {
-        (
-            dword(bytes, 0).unwrap(),
-            dword(bytes, 4),
-        )
+        (dword(bytes, 0).unwrap(), dword(bytes, 4))
     }
 
     /// Lengths of encodings llvm-mc gave for each generation (the bytes are its output).
@@ -396,30 +395,94 @@ mod tests {
             (Family::Gfx9, &[0x06, 0xff, 0x05, 0x87, 0x45, 0x23, 1, 0], 8), // s_or_b32 lit
             (Family::Gfx9, &[0x00, 0x00, 0x00, 0xc0, 0, 0, 0, 0], 8),       // s_load_dword
             // gfx1030
-            (Family::Gfx10, &[0x01, 0x00, 0x6d, 0xd7, 0x02, 0x07, 0xfe, 0x03, 0x45, 0x23, 1, 0], 12), // v_add3_u32 lit
-            (Family::Gfx10, &[0x01, 0x00, 0x6d, 0xd7, 0x02, 0x07, 0x12, 0x04], 8), // v_add3_u32
-            (Family::Gfx10, &[0xe9, 0x06, 0x02, 0x06, 0x02, 0x88, 0xc6, 0xfa], 8), // dpp8
-            (Family::Gfx10, &[0x02, 0x07, 0x02, 0x40, 0, 0, 0x20, 0x41], 8),       // v_madmk_f32
-            (Family::Gfx10, &[0x0a, 0x0f, 0x80, 0xf0, 4, 0, 0x82, 0, 6, 0, 0, 0], 12), // MIMG NSA
-            (Family::Gfx10, &[0x02, 0x00, 0x04, 0xc8], 4),                         // v_interp_p1
+            (
+                Family::Gfx10,
+                &[
+                    0x01, 0x00, 0x6d, 0xd7, 0x02, 0x07, 0xfe, 0x03, 0x45, 0x23, 1, 0,
+                ],
+                12,
+            ), // v_add3_u32 lit
+            (
+                Family::Gfx10,
+                &[0x01, 0x00, 0x6d, 0xd7, 0x02, 0x07, 0x12, 0x04],
+                8,
+            ), // v_add3_u32
+            (
+                Family::Gfx10,
+                &[0xe9, 0x06, 0x02, 0x06, 0x02, 0x88, 0xc6, 0xfa],
+                8,
+            ), // dpp8
+            (
+                Family::Gfx10,
+                &[0x02, 0x07, 0x02, 0x40, 0, 0, 0x20, 0x41],
+                8,
+            ), // v_madmk_f32
+            (
+                Family::Gfx10,
+                &[0x0a, 0x0f, 0x80, 0xf0, 4, 0, 0x82, 0, 6, 0, 0, 0],
+                12,
+            ), // MIMG NSA
+            (Family::Gfx10, &[0x02, 0x00, 0x04, 0xc8], 4), // v_interp_p1
             // gfx1100
-            (Family::Gfx11, &[0x02, 0x07, 0x02, 0x58, 0, 0, 0x20, 0x41], 8), // v_fmamk_f32
-            (Family::Gfx11, &[0x01, 0x00, 0x03, 0xd5, 0xfa, 0x06, 0x02, 0x00, 0x02, 0xe4, 0, 0xff], 12), // VOP3 DPP
-            (Family::Gfx11, &[0x01, 0x05, 0xc6, 0xc8, 0x04, 0x0b, 0x02, 0x00], 8), // v_dual_mul_f32 x2
-            (Family::Gfx11, &[0x01, 0x05, 0x46, 0xc8, 0x04, 0x0b, 0x02, 0x00], 12), // v_dual_fmaak_f32
-            (Family::Gfx11, &[0x01, 0x05, 0xc6, 0xc8, 0xff, 0x0a, 0x02, 0x00], 12), // Y literal
-            (Family::Gfx11, &[0x01, 0x00, 0x10, 0xce], 4),                   // lds_direct_load
-            (Family::Gfx11, &[0x09, 0x0f, 0x6c, 0xf0, 0x04, 0, 2, 0x10, 6, 7, 0, 0], 12), // MIMG NSA
-            (Family::Gfx11, &[0x55, 0x00, 0xbb, 0xbf], 4),                   // s_ttracedata_imm
+            (
+                Family::Gfx11,
+                &[0x02, 0x07, 0x02, 0x58, 0, 0, 0x20, 0x41],
+                8,
+            ), // v_fmamk_f32
+            (
+                Family::Gfx11,
+                &[
+                    0x01, 0x00, 0x03, 0xd5, 0xfa, 0x06, 0x02, 0x00, 0x02, 0xe4, 0, 0xff,
+                ],
+                12,
+            ), // VOP3 DPP
+            (
+                Family::Gfx11,
+                &[0x01, 0x05, 0xc6, 0xc8, 0x04, 0x0b, 0x02, 0x00],
+                8,
+            ), // v_dual_mul_f32 x2
+            (
+                Family::Gfx11,
+                &[0x01, 0x05, 0x46, 0xc8, 0x04, 0x0b, 0x02, 0x00],
+                12,
+            ), // v_dual_fmaak_f32
+            (
+                Family::Gfx11,
+                &[0x01, 0x05, 0xc6, 0xc8, 0xff, 0x0a, 0x02, 0x00],
+                12,
+            ), // Y literal
+            (Family::Gfx11, &[0x01, 0x00, 0x10, 0xce], 4), // lds_direct_load
+            (
+                Family::Gfx11,
+                &[0x09, 0x0f, 0x6c, 0xf0, 0x04, 0, 2, 0x10, 6, 7, 0, 0],
+                12,
+            ), // MIMG NSA
+            (Family::Gfx11, &[0x55, 0x00, 0xbb, 0xbf], 4), // s_ttracedata_imm
             // gfx1201
-            (Family::Gfx12, &[0x7c, 0x00, 0x05, 0xec, 1, 0, 0, 0, 2, 0, 0, 0], 12), // flat_load_b32
-            (Family::Gfx12, &[0x00, 0x00, 0x05, 0xc4, 1, 8, 0x80, 0, 0, 0, 0, 0], 12), // buffer_load_b32
-            (Family::Gfx12, &[0x01, 0x00, 0xc0, 0xd3, 0, 0x10, 0, 0, 4, 5, 0, 0], 12), // image_load
-            (Family::Gfx12, &[0x00, 0x00, 0x00, 0xf4, 0, 0, 0, 0], 8),              // s_load_b32
+            (
+                Family::Gfx12,
+                &[0x7c, 0x00, 0x05, 0xec, 1, 0, 0, 0, 2, 0, 0, 0],
+                12,
+            ), // flat_load_b32
+            (
+                Family::Gfx12,
+                &[0x00, 0x00, 0x05, 0xc4, 1, 8, 0x80, 0, 0, 0, 0, 0],
+                12,
+            ), // buffer_load_b32
+            (
+                Family::Gfx12,
+                &[0x01, 0x00, 0xc0, 0xd3, 0, 0x10, 0, 0, 4, 5, 0, 0],
+                12,
+            ), // image_load
+            (Family::Gfx12, &[0x00, 0x00, 0x00, 0xf4, 0, 0, 0, 0], 8), // s_load_b32
         ];
         for (family, bytes, want) in cases {
             let (w0, w1) = words(bytes);
-            assert_eq!(length(*family, w0, w1), Some(*want), "{family:?} {bytes:02x?}");
+            assert_eq!(
+                length(*family, w0, w1),
+                Some(*want),
+                "{family:?} {bytes:02x?}"
+            );
         }
         // Encodings a generation does not have.
         assert_eq!(length(Family::Gfx9, 0xf400_0000, Some(0)), None);
@@ -450,7 +513,10 @@ mod tests {
         assert!(s.error.is_none());
         // Packed: s_or_b32 s5, s6, 0x12345; s_mov_b32 m0, s5; s_ttracedata.
         let code = asm(&[0x8c05_ff06, 0x12345, 0xbefd_0005, 0xbfba_0000]);
-        assert_eq!(scan(Family::Gfx11, &code, 0, true, true).records, [Some(0x12345)]);
+        assert_eq!(
+            scan(Family::Gfx11, &code, 0, true, true).records,
+            [Some(0x12345)]
+        );
         assert_eq!(scan(Family::Gfx11, &code, 0, false, true).records, [None]);
     }
 
@@ -461,15 +527,29 @@ mod tests {
         let code = asm(&[0xbe84_1c00, 0x8004_ff04, 0x100, 0x8205_ff05, 0, 0xbe9e_1e04]);
         let s = scan(Family::Gfx9, &code, 0x1000, false, true);
         assert_eq!(s.pc_targets, [0x1104]);
-        assert!(scan(Family::Gfx9, &code, 0x1000, false, false).pc_targets.is_empty());
+        assert!(scan(Family::Gfx9, &code, 0x1000, false, false)
+            .pc_targets
+            .is_empty());
     }
 
     #[test]
     fn truncated_and_unknown_code_stops_with_an_error() {
-        let s = scan(Family::Gfx9, &[0xff, 0x00, 0xfc, 0xbe, 0x34], 0, false, true);
+        let s = scan(
+            Family::Gfx9,
+            &[0xff, 0x00, 0xfc, 0xbe, 0x34],
+            0,
+            false,
+            true,
+        );
         assert_eq!(s.instructions, 0);
         assert_eq!(s.error.unwrap().offset, 0);
-        let s = scan(Family::Gfx9, &asm(&[0xbf80_0000, 0xfc00_0000]), 0, false, true);
+        let s = scan(
+            Family::Gfx9,
+            &asm(&[0xbf80_0000, 0xfc00_0000]),
+            0,
+            false,
+            true,
+        );
         assert_eq!((s.instructions, s.error.unwrap().offset), (1, 4));
     }
 }

@@ -84,12 +84,7 @@ pub fn producer_llvm_major(comment: &[u8]) -> Option<u32> {
         .iter()
         .filter_map(|s| major_after(s, "clang version "))
         .max()
-        .or_else(|| {
-            idents
-                .iter()
-                .filter_map(|s| major_after(s, "LLD "))
-                .max()
-        })
+        .or_else(|| idents.iter().filter_map(|s| major_after(s, "LLD ")).max())
 }
 
 #[cfg(test)]

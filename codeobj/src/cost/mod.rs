@@ -69,7 +69,11 @@ impl CodeFacts {
     /// Reads the facts of an AMDGPU code object. `target` selects the instruction decoder;
     /// `packed` says the funcmap packs a clock into headers. Never fails: what cannot be read
     /// is left out or named in `metadata_error`.
-    pub fn read(file: &ElfFile64<'_, LE>, target: Option<&sqtt_gfx::Target>, packed: bool) -> CodeFacts {
+    pub fn read(
+        file: &ElfFile64<'_, LE>,
+        target: Option<&sqtt_gfx::Target>,
+        packed: bool,
+    ) -> CodeFacts {
         let mut facts = CodeFacts {
             linked: file.elf_header().e_type.get(LE) != object::elf::ET_REL,
             ..CodeFacts::default()
@@ -125,7 +129,9 @@ impl CodeFacts {
                 .section_index()
                 .and_then(|i| section_bytes(file, i, address, bytes));
             let scan = match (family, code) {
-                (Some(fam), Some(code)) => Some(isa::scan(fam, code, address, packed, facts.linked)),
+                (Some(fam), Some(code)) => {
+                    Some(isa::scan(fam, code, address, packed, facts.linked))
+                }
                 _ => None,
             };
             facts.functions.push(FunctionCode {
@@ -246,7 +252,10 @@ impl Figures {
             scratch_bytes: d(self.scratch_bytes, base.scratch_bytes),
             lds_bytes: d(self.lds_bytes, base.lds_bytes),
             occupancy: self.occupancy.zip(base.occupancy).map(|(a, b)| d(a, b)),
-            instructions: self.instructions.zip(base.instructions).map(|(a, b)| du(a, b)),
+            instructions: self
+                .instructions
+                .zip(base.instructions)
+                .map(|(a, b)| du(a, b)),
             code_bytes: du(self.code_bytes, base.code_bytes),
             trace_instructions: self
                 .trace_instructions
@@ -317,7 +326,13 @@ impl MarkerCounts {
 
     /// Header records (everything but exits and run-time values).
     pub fn headers(&self) -> u64 {
-        self.function + self.user + self.point + self.barrier + self.memory + self.address + self.other
+        self.function
+            + self.user
+            + self.point
+            + self.barrier
+            + self.memory
+            + self.address
+            + self.other
     }
 }
 
@@ -367,7 +382,9 @@ pub fn kernel_costs(co: &CodeObject) -> Vec<KernelCost> {
                     );
                     k.vgpr_count.saturating_sub(agprs)
                 }
-                (None, Some(sqtt_gfx::AgprFile::Separate)) if agprs >= k.vgpr_count && agprs > 0 => {
+                (None, Some(sqtt_gfx::AgprFile::Separate))
+                    if agprs >= k.vgpr_count && agprs > 0 =>
+                {
                     notes.push(
                         "VGPRs: the metadata gives the larger of VGPRs and AGPRs, here the AGPRs"
                             .into(),

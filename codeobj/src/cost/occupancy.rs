@@ -81,7 +81,12 @@ impl Rules {
     }
 
     /// LLVM's `getOccupancyWithLocalMemSize` (to 20) / `getOccupancyWithWorkGroupSizes` (21+).
-    fn occupancy_with_lds(self, generation: Generation, res: &Resources, needs: &KernelNeeds) -> u32 {
+    fn occupancy_with_lds(
+        self,
+        generation: Generation,
+        res: &Resources,
+        needs: &KernelNeeds,
+    ) -> u32 {
         let rule = self.lds_rule();
         let wgp = generation.has_wgp_mode() && needs.wgp_mode;
         let lds_total = if wgp && rule != LdsRule::PerCu {

@@ -150,7 +150,12 @@ fn totals(co: &CodeObject) -> Totals {
 /// The baseline code object that corresponds to `co`: the same translation unit (bundle) and
 /// processor.
 fn paired<'a>(co: &CodeObject, baseline: &'a [CodeObject]) -> Option<&'a CodeObject> {
-    let key = |c: &CodeObject| (c.bundle_index, sqtt_gfx::processor_of_target_id(&c.target_id).to_string());
+    let key = |c: &CodeObject| {
+        (
+            c.bundle_index,
+            sqtt_gfx::processor_of_target_id(&c.target_id).to_string(),
+        )
+    };
     baseline.iter().find(|b| key(b) == key(co))
 }
 
@@ -160,7 +165,10 @@ pub fn code_object_report(co: &CodeObject, baseline: Option<&CodeObject>) -> Cos
     let kernels = kernel_costs(co)
         .into_iter()
         .map(|k| {
-            let base = base_costs.iter().find(|b| b.name == k.name).map(|b| b.figures);
+            let base = base_costs
+                .iter()
+                .find(|b| b.name == k.name)
+                .map(|b| b.figures);
             let d = demangle(&k.name);
             KernelReport {
                 demangled: (d != k.name).then_some(d),
@@ -351,9 +359,10 @@ fn marker_text(m: &MarkerCounts) -> String {
 pub fn render_text(f: &CostFile, demangle_names: bool) -> String {
     let mut out = String::new();
     for co in &f.code_objects {
-        let rules = co
-            .llvm_major
-            .map_or_else(|| "newest LLVM's rules".to_string(), |m| format!("LLVM {m}'s rules"));
+        let rules = co.llvm_major.map_or_else(
+            || "newest LLVM's rules".to_string(),
+            |m| format!("LLVM {m}'s rules"),
+        );
         let _ = writeln!(
             out,
             "{} [{}] ({}): {} kernel(s), occupancy by {rules}",
@@ -363,14 +372,26 @@ pub fn render_text(f: &CostFile, demangle_names: bool) -> String {
             co.kernels.len()
         );
         if let (Some(b), Some(loc)) = (&f.baseline, &co.baseline_location) {
-            let _ = writeln!(out, "  against {b} ({loc}); (+n) = this build minus that one");
+            let _ = writeln!(
+                out,
+                "  against {b} ({loc}); (+n) = this build minus that one"
+            );
         }
         if let Some(e) = &co.error {
             let _ = writeln!(out, "  {e}");
         }
         let header = [
-            "kernel", "SGPR", "VGPR", "AGPR", "scratch", "LDS", "waves/SIMD", "instructions",
-            "bytes", "trace", "markers",
+            "kernel",
+            "SGPR",
+            "VGPR",
+            "AGPR",
+            "scratch",
+            "LDS",
+            "waves/SIMD",
+            "instructions",
+            "bytes",
+            "trace",
+            "markers",
         ];
         let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
         for k in &co.kernels {
@@ -396,7 +417,10 @@ pub fn render_text(f: &CostFile, demangle_names: bool) -> String {
                 cell(opt(fig.occupancy), d.and_then(|d| d.occupancy)),
                 cell(opt(fig.instructions), d.and_then(|d| d.instructions)),
                 bytes,
-                cell(opt(fig.trace_instructions), d.and_then(|d| d.trace_instructions)),
+                cell(
+                    opt(fig.trace_instructions),
+                    d.and_then(|d| d.trace_instructions),
+                ),
                 marker_text(&k.markers),
             ]);
         }
@@ -461,7 +485,8 @@ fn figure_fields(f: Option<&Figures>) -> Vec<String> {
             f.occupancy.map_or_else(String::new, |v| v.to_string()),
             f.instructions.map_or_else(String::new, |v| v.to_string()),
             f.code_bytes.to_string(),
-            f.trace_instructions.map_or_else(String::new, |v| v.to_string()),
+            f.trace_instructions
+                .map_or_else(String::new, |v| v.to_string()),
         ],
     }
 }
@@ -481,7 +506,8 @@ pub fn render_csv(f: &CostFile) -> String {
             ];
             fields.extend(figure_fields(Some(&k.figures)));
             fields.extend(
-                [m.function, m.user, m.point, m.barrier, m.memory, m.address].map(|n| n.to_string()),
+                [m.function, m.user, m.point, m.barrier, m.memory, m.address]
+                    .map(|n| n.to_string()),
             );
             fields.extend(figure_fields(k.baseline.as_ref()));
             let _ = writeln!(out, "{}", fields.join(","));
@@ -554,7 +580,10 @@ mod tests {
             max_code_growth_pct: Some(9.5),
         };
         let v = check_limits(std::slice::from_ref(&f), &limits);
-        let names: Vec<(&str, &str)> = v.iter().map(|v| (v.kernel.as_str(), v.limit.as_str())).collect();
+        let names: Vec<(&str, &str)> = v
+            .iter()
+            .map(|v| (v.kernel.as_str(), v.limit.as_str()))
+            .collect();
         assert_eq!(
             names,
             [
@@ -564,7 +593,11 @@ mod tests {
                 ("c", "baseline")
             ]
         );
-        assert!(v[0].message.contains("occupancy 8 -> 6"), "{}", v[0].message);
+        assert!(
+            v[0].message.contains("occupancy 8 -> 6"),
+            "{}",
+            v[0].message
+        );
         assert_eq!(v[2].actual, Some(10.0));
         // Within the limits: nothing.
         let loose = Limits {

@@ -8,7 +8,9 @@ use super::*;
 
 /// (LLVM major, target, SGPRs, VGPRs charged, LDS bytes, wave size, max work-group size,
 /// WGP mode, LLVM's occupancy)
-const LLVM_REMARKS: &[(u32, &str, u32, u32, u32, u32, u32, bool, u32)] = &[
+type Row = (u32, &'static str, u32, u32, u32, u32, u32, bool, u32);
+
+const LLVM_REMARKS: &[Row] = &[
     (15, "gfx906", 100, 25, 10000, 64, 32, true, 6),
     (15, "gfx906", 100, 17, 4096, 64, 64, true, 8),
     (15, "gfx906", 30, 49, 4096, 64, 512, true, 4),
@@ -328,11 +330,19 @@ fn the_rules_differ_where_llvm_changed() {
         max_workgroup_size: 256,
         wgp_mode: true,
     };
-    let at = |m| Rules { llvm_major: Some(m) }.occupancy(gfx1100, &needs);
+    let at = |m| {
+        Rules {
+            llvm_major: Some(m),
+        }
+        .occupancy(gfx1100, &needs)
+    };
     // 1024 VGPRs / 96 (LLVM 15) against 1536 / 96 (16 on).
     assert_eq!((at(15), at(16), at(21)), (Some(10), Some(16), Some(16)));
     // Unknown producer: the newest rules.
-    assert_eq!(Rules { llvm_major: None }.occupancy(gfx1100, &needs), Some(16));
+    assert_eq!(
+        Rules { llvm_major: None }.occupancy(gfx1100, &needs),
+        Some(16)
+    );
     // 20000 bytes of LDS, 64-lane groups on gfx906: 3 groups of one wave per CU; LLVM 15
     // counted them per SIMD.
     let gfx906 = Target::lookup("gfx906").unwrap();
@@ -344,9 +354,17 @@ fn the_rules_differ_where_llvm_changed() {
         max_workgroup_size: 64,
         wgp_mode: false,
     };
-    let at = |m| Rules { llvm_major: Some(m) }.occupancy(gfx906, &needs);
+    let at = |m| {
+        Rules {
+            llvm_major: Some(m),
+        }
+        .occupancy(gfx906, &needs)
+    };
     assert_eq!((at(15), at(16)), (Some(3), Some(1)));
     // No figures for the target: no occupancy.
     let gfx1250 = Target::lookup("gfx1250").unwrap();
-    assert_eq!(at(21).and(Rules { llvm_major: None }.occupancy(gfx1250, &needs)), None);
+    assert_eq!(
+        at(21).and(Rules { llvm_major: None }.occupancy(gfx1250, &needs)),
+        None
+    );
 }
