@@ -230,11 +230,7 @@ fn load(o: &CheckOptions, f: &str) -> Option<FileResult> {
     if o.skip_non_amdgpu && no_amdgpu {
         return None;
     }
-    let result = all.map(|cos| {
-        cos.into_iter()
-            .filter(|c| o.arch.as_deref().is_none_or(|a| c.matches_arch(a)))
-            .collect::<Vec<_>>()
-    });
+    let result = all.map(|cos| selected(o, cos));
     Some(FileResult {
         path: f.to_string(),
         result,
@@ -297,6 +293,22 @@ fn requirement_reports(
         });
     }
     req_reports
+}
+
+/// 2 for a usage error (a file that cannot be opened), else 1 when a check failed, else 0.
+fn exit_code(usage_error: bool, failed: bool) -> i32 {
+    if usage_error {
+        2
+    } else {
+        i32::from(failed)
+    }
+}
+
+/// The code objects `--arch` selects.
+fn selected(o: &CheckOptions, cos: Vec<CodeObject>) -> Vec<CodeObject> {
+    cos.into_iter()
+        .filter(|c| o.arch.as_deref().is_none_or(|a| c.matches_arch(a)))
+        .collect()
 }
 
 fn tool_name() -> String {
@@ -367,13 +379,7 @@ pub fn run(o: &CheckOptions, prog: &str, out: &mut dyn Write, err: &mut dyn Writ
     let req_reports = requirement_reports(o, &files, &mut errors);
     failed |= errors.len() > before;
 
-    let code = if usage_error {
-        2
-    } else if failed {
-        1
-    } else {
-        0
-    };
+    let code = exit_code(usage_error, failed);
     if o.json {
         let report = CheckReport {
             schema_version: SCHEMA_VERSION,
@@ -418,11 +424,7 @@ fn run_cost(
         .map(|(i, _)| {
             o.baselines.get(i).map(|b| FileResult {
                 path: b.clone(),
-                result: crate::read_path(Path::new(b)).map(|cos| {
-                    cos.into_iter()
-                        .filter(|c| o.arch.as_deref().is_none_or(|a| c.matches_arch(a)))
-                        .collect()
-                }),
+                result: crate::read_path(Path::new(b)).map(|cos| selected(o, cos)),
             })
         })
         .collect();
@@ -472,13 +474,7 @@ fn run_cost(
     let before = errors.len();
     let requirements = requirement_reports(o, files, &mut errors);
     failed |= errors.len() > before;
-    let code = if usage_error {
-        2
-    } else if failed {
-        1
-    } else {
-        0
-    };
+    let code = exit_code(usage_error, failed);
     if o.json {
         let report = CostReport {
             schema_version: COST_SCHEMA_VERSION,

@@ -13,14 +13,7 @@ use sqtt_codeobj::cost::report::{CostReport, KernelReport};
 use sqtt_e2e::driver::sqtt_hipcc;
 use sqtt_e2e::toolchain::*;
 
-/// Every feature on, as ci/bench-pass.sh measures the corpus.
-const EVERYTHING: &[(&str, &str)] = &[
-    ("SQTT_INSTRUMENT_FUNCTIONS", "cost:50"),
-    ("SQTT_INSTRUMENT_BARRIERS", "1"),
-    ("SQTT_INSTRUMENT_MEMORY", "2:5"),
-    ("SQTT_SCOPE_CU", "0x1"),
-    ("SQTT_SCOPE_SIMD", "0x1"),
-];
+use sqtt_e2e::kernels::EVERY_FEATURE as EVERYTHING;
 
 fn arches() -> Vec<String> {
     let default: &[&str] = if llvm_major() >= 19 {
