@@ -13,6 +13,8 @@ pub mod metadata;
 pub mod occupancy;
 pub mod report;
 
+use std::collections::HashMap;
+
 use object::read::elf::ElfFile64;
 use object::{LittleEndian as LE, Object, ObjectSection, ObjectSymbol, SectionIndex, SymbolKind};
 use serde::{Deserialize, Serialize};
@@ -87,6 +89,7 @@ impl CodeFacts {
             facts.llvm_major = metadata::producer_llvm_major(c);
         }
         let family = target.and_then(isa::Family::of);
+        let mut seen = std::collections::HashSet::new();
         let mut resource_values: Vec<(String, &'static str, u32)> = Vec::new();
         let symbols = if file.symbols().next().is_some() {
             file.symbols()
@@ -121,7 +124,7 @@ impl CodeFacts {
                 }
                 continue;
             }
-            if sym.kind() != SymbolKind::Text || facts.functions.iter().any(|f| f.name == name) {
+            if sym.kind() != SymbolKind::Text || !seen.insert(name) {
                 continue;
             }
             let (address, bytes) = (sym.address(), sym.size());
@@ -155,22 +158,41 @@ impl CodeFacts {
         facts
     }
 
-    fn function(&self, name: &str) -> Option<&FunctionCode> {
-        self.functions.iter().find(|f| f.name == name)
-    }
-
     /// The functions a kernel runs: itself, then every function its code (and theirs) computes
     /// the address of, in address order.
     pub fn reachable(&self, kernel: &str) -> Vec<&FunctionCode> {
+        self.index().reachable(kernel)
+    }
+
+    fn index(&self) -> FunctionIndex<'_> {
+        FunctionIndex {
+            by_name: self
+                .functions
+                .iter()
+                .map(|f| (f.name.as_str(), f))
+                .collect(),
+            by_address: self.functions.iter().map(|f| (f.address, f)).collect(),
+        }
+    }
+}
+
+/// The functions of a code object by name and by address.
+struct FunctionIndex<'a> {
+    by_name: HashMap<&'a str, &'a FunctionCode>,
+    by_address: HashMap<u64, &'a FunctionCode>,
+}
+
+impl<'a> FunctionIndex<'a> {
+    fn reachable(&self, kernel: &str) -> Vec<&'a FunctionCode> {
         let mut seen: Vec<&FunctionCode> = Vec::new();
-        let mut todo: Vec<&FunctionCode> = self.function(kernel).into_iter().collect();
+        let mut todo: Vec<&FunctionCode> = self.by_name.get(kernel).copied().into_iter().collect();
         while let Some(f) = todo.pop() {
-            if seen.iter().any(|s| s.address == f.address) {
+            if seen.iter().any(|s| std::ptr::eq(*s, f)) {
                 continue;
             }
             seen.push(f);
             for t in f.scan.iter().flat_map(|s| &s.pc_targets) {
-                if let Some(g) = self.functions.iter().find(|g| g.address == *t) {
+                if let Some(g) = self.by_address.get(t) {
                     todo.push(g);
                 }
             }
@@ -359,6 +381,17 @@ pub fn kernel_costs(co: &CodeObject) -> Vec<KernelCost> {
         llvm_major: facts.llvm_major,
     };
     let map = co.funcmap.map();
+    let index = facts.index();
+    let wgp_modes: HashMap<&str, bool> = facts
+        .wgp_mode
+        .iter()
+        .map(|(n, w)| (n.as_str(), *w))
+        .collect();
+    let exact_vgprs: HashMap<&str, u32> = facts
+        .arch_vgprs
+        .iter()
+        .map(|(n, v, _)| (n.as_str(), *v))
+        .collect();
     facts
         .kernels
         .iter()
@@ -367,11 +400,7 @@ pub fn kernel_costs(co: &CodeObject) -> Vec<KernelCost> {
             let agprs = k.agpr_count.unwrap_or(0);
             // Architectural VGPRs: LLVM 20+ says so in a symbol; else the metadata's count,
             // less the AGPRs of a unified file (the architectural part rounded up to 4 there).
-            let exact = facts
-                .arch_vgprs
-                .iter()
-                .find(|(f, ..)| *f == k.name)
-                .map(|(_, v, _)| *v);
+            let exact = exact_vgprs.get(k.name.as_str()).copied();
             let file = target.and_then(|t| t.resources).map(|r| r.agprs);
             let vgprs = match (exact, file) {
                 (Some(v), _) => v,
@@ -393,13 +422,10 @@ pub fn kernel_costs(co: &CodeObject) -> Vec<KernelCost> {
                 }
                 _ => k.vgpr_count,
             };
-            let wgp_mode = k.workgroup_processor_mode.unwrap_or_else(|| {
-                facts
-                    .wgp_mode
-                    .iter()
-                    .find(|(n, _)| *n == k.name)
-                    .is_none_or(|(_, w)| *w)
-            });
+            let wgp_mode = k
+                .workgroup_processor_mode
+                .or_else(|| wgp_modes.get(k.name.as_str()).copied())
+                .unwrap_or(true);
             let needs = KernelNeeds {
                 sgprs: k.sgpr_count,
                 total_vgprs: k.vgpr_count,
@@ -412,7 +438,7 @@ pub fn kernel_costs(co: &CodeObject) -> Vec<KernelCost> {
             if occupancy.is_none() {
                 notes.push(format!("no occupancy figures for {}", co.arch));
             }
-            let functions = facts.reachable(&k.name);
+            let functions = index.reachable(&k.name);
             if functions.is_empty() {
                 notes.push(format!("no code for {} in the symbol table", k.name));
             }

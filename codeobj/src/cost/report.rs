@@ -162,13 +162,14 @@ fn paired<'a>(co: &CodeObject, baseline: &'a [CodeObject]) -> Option<&'a CodeObj
 /// The report of one code object against its baseline (if any).
 pub fn code_object_report(co: &CodeObject, baseline: Option<&CodeObject>) -> CostCodeObject {
     let base_costs = baseline.map(kernel_costs).unwrap_or_default();
+    let base_by_name: std::collections::HashMap<&str, Figures> = base_costs
+        .iter()
+        .map(|b| (b.name.as_str(), b.figures))
+        .collect();
     let kernels = kernel_costs(co)
         .into_iter()
         .map(|k| {
-            let base = base_costs
-                .iter()
-                .find(|b| b.name == k.name)
-                .map(|b| b.figures);
+            let base = base_by_name.get(k.name.as_str()).copied();
             let d = demangle(&k.name);
             KernelReport {
                 demangled: (d != k.name).then_some(d),
