@@ -3,7 +3,7 @@
 //! LDS, scratch and wave size), the kernel descriptors (WGP mode), the per-function resource
 //! symbols LLVM 20+ leaves (`<fn>.num_vgpr`, `.num_agpr`), and the producer in `.comment`.
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 /// The note type of the msgpack metadata (code object v3 and later).
 pub const NT_AMDGPU_METADATA: u32 = 32;
@@ -26,7 +26,7 @@ pub struct KernelMetadata {
     #[serde(rename = ".vgpr_count")]
     pub vgpr_count: u32,
     /// AGPRs (targets with matrix instructions only).
-    #[serde(rename = ".agpr_count", default)]
+    #[serde(rename = ".agpr_count", default, deserialize_with = "lenient_u32")]
     pub agpr_count: Option<u32>,
     /// Static LDS bytes per work-group (dynamic LDS comes at launch).
     #[serde(rename = ".group_segment_fixed_size")]
@@ -38,15 +38,63 @@ pub struct KernelMetadata {
     pub wavefront_size: u32,
     #[serde(rename = ".max_flat_workgroup_size")]
     pub max_flat_workgroup_size: u32,
-    #[serde(rename = ".uses_dynamic_stack", default)]
+    #[serde(
+        rename = ".uses_dynamic_stack",
+        default,
+        deserialize_with = "lenient_bool"
+    )]
     pub uses_dynamic_stack: Option<bool>,
-    #[serde(rename = ".sgpr_spill_count", default)]
+    #[serde(
+        rename = ".sgpr_spill_count",
+        default,
+        deserialize_with = "lenient_u32"
+    )]
     pub sgpr_spill_count: Option<u32>,
-    #[serde(rename = ".vgpr_spill_count", default)]
+    #[serde(
+        rename = ".vgpr_spill_count",
+        default,
+        deserialize_with = "lenient_u32"
+    )]
     pub vgpr_spill_count: Option<u32>,
     /// Code object v5: whether the kernel runs in WGP mode (gfx10+).
-    #[serde(rename = ".workgroup_processor_mode", default)]
+    #[serde(
+        rename = ".workgroup_processor_mode",
+        default,
+        deserialize_with = "lenient_bool"
+    )]
     pub workgroup_processor_mode: Option<bool>,
+}
+
+/// An optional flag: a boolean, or an integer (code object v5 writes
+/// `.workgroup_processor_mode` as 0 or 1); anything else reads as absent.
+fn lenient_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Flag {
+        Bool(bool),
+        Int(i64),
+        Other(serde::de::IgnoredAny),
+    }
+    Ok(match Flag::deserialize(d)? {
+        Flag::Bool(b) => Some(b),
+        Flag::Int(i) => Some(i != 0),
+        Flag::Other(_) => None,
+    })
+}
+
+/// An optional count; a value of another type reads as absent (an optional field never makes
+/// the whole note unreadable).
+fn lenient_u32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Count {
+        Int(u32),
+        Other(serde::de::IgnoredAny),
+    }
+    Ok(match Count::deserialize(d)? {
+        Count::Int(n) => Some(n),
+        Count::Other(_) => None,
+    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -135,6 +183,10 @@ mod tests {
             args: Vec<u8>,
             #[serde(rename = ".foo")]
             foo: &'a str,
+            #[serde(rename = ".workgroup_processor_mode")]
+            wgp: u8,
+            #[serde(rename = ".uses_dynamic_stack")]
+            dynamic_stack: &'a str,
         }
         #[derive(serde::Serialize)]
         struct N<'a> {
@@ -156,6 +208,8 @@ mod tests {
                 m: 256,
                 args: vec![],
                 foo: "bar",
+                wgp: 1,
+                dynamic_stack: "unexpected",
             }],
             version: [1, 1],
         };
@@ -163,7 +217,8 @@ mod tests {
         let k = &parse_note(&bytes).unwrap()[0];
         assert_eq!((k.name.as_str(), k.sgpr_count, k.vgpr_count), ("k", 11, 3));
         assert_eq!((k.private_segment_fixed_size, k.wavefront_size), (16, 64));
-        assert_eq!(k.workgroup_processor_mode, None);
+        assert_eq!(k.workgroup_processor_mode, Some(true));
+        assert_eq!(k.uses_dynamic_stack, None);
         assert!(parse_note(&bytes[..bytes.len() / 2]).is_err());
         assert!(parse_note(b"\xc1").is_err());
     }
