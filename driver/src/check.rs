@@ -117,3 +117,68 @@ pub fn main(args: &[String]) -> i32 {
         &mut std::io::stderr().lock(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Result<Option<CheckOptions>, String> {
+        parse(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn cost_options_and_their_errors() {
+        let o = args(&[
+            "--cost",
+            "--baseline",
+            "plain",
+            "--max-occupancy-drop",
+            "1",
+            "--max-added-vgprs",
+            "8",
+            "--max-code-growth",
+            "2.5",
+            "app",
+        ])
+        .unwrap()
+        .unwrap();
+        assert!(o.cost && !o.csv);
+        assert_eq!(o.baselines, ["plain"]);
+        assert_eq!(o.limits.max_occupancy_drop, Some(1));
+        assert_eq!(o.limits.max_added_vgprs, Some(8));
+        assert_eq!(o.limits.max_code_growth_pct, Some(2.5));
+
+        let err = |a: &[&str]| args(a).err().unwrap_or_else(|| panic!("{a:?} accepted"));
+        assert!(err(&["--baseline", "p", "app"]).contains("--baseline needs --cost"));
+        assert!(err(&["--csv", "app"]).contains("--csv needs --cost"));
+        assert!(
+            err(&["--cost", "--max-added-vgprs", "4", "app"]).contains("needs --baseline PLAIN")
+        );
+        let e = err(&[
+            "--cost",
+            "--baseline",
+            "p",
+            "--max-occupancy-drop",
+            "-1",
+            "app",
+        ]);
+        assert!(
+            e.contains("--max-occupancy-drop \"-1\"") && e.contains("whole number"),
+            "{e}"
+        );
+        let e = err(&[
+            "--cost",
+            "--baseline",
+            "p",
+            "--max-code-growth",
+            "inf",
+            "app",
+        ]);
+        assert!(e.contains("--max-code-growth"), "{e}");
+        let e = err(&["--cost", "--baseline", "p", "--max-added-vgprs", "x", "app"]);
+        assert!(e.contains("\"x\""), "{e}");
+        let e = err(&["--cost", "--baseline", "p", "a", "b"]);
+        assert!(e.contains("one baseline per FILE"), "{e}");
+        assert!(err(&["--cost", "--csv", "--json", "app"]).contains("choose one"));
+    }
+}
