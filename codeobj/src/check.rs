@@ -6,8 +6,8 @@
 //! Exit status: 0 every selected code object has a valid funcmap (or is not yet linked) and every
 //! requirement is met; 1 a funcmap is missing or invalid, a file holds no (selected) code object
 //! or cannot be parsed, or a requirement is missing; 2 a file that cannot be opened. With
-//! `--cost` a funcmap does not decide (a plain build has none); a kernel over a `--max-*` limit
-//! is 1.
+//! `--cost` a funcmap does not decide (a plain build has none); a kernel over a `--max-*` limit,
+//! or a metadata note that cannot be read, is 1.
 
 use std::io::Write;
 use std::path::Path;
@@ -458,6 +458,8 @@ fn run_cost(
         let rep = cost_report::file_report(&fr.path, cos, base);
         for co in &rep.code_objects {
             if let Some(e) = &co.error {
+                // No figures to report: as a corrupt file.
+                failed = true;
                 errors.push(format!("{} [{}]: {e}", fr.path, co.arch));
             }
             if base.is_some() && co.baseline_location.is_none() {

@@ -609,6 +609,34 @@ fn limits_make_a_ci_gate() {
     assert_eq!(col("trace_instructions"), "6");
 }
 
+/// A metadata note that does not parse: exit 1 naming the file and the note, never a panic.
+#[test]
+fn a_corrupt_metadata_note_fails() {
+    let dir = workdir();
+    let src = repo_root().join("examples/my_kernel.hip");
+    let arch = arches().remove(0);
+    let (co, _) = device_build(dir.path(), &src, &arch, false, &[], "corrupt");
+    let mut bytes = std::fs::read(&co).unwrap();
+    // The msgpack string header of the key "amdhsa.kernels" becomes 0xc1, which msgpack never
+    // uses.
+    let at = bytes
+        .windows(14)
+        .position(|w| w == b"amdhsa.kernels")
+        .expect("the metadata note");
+    bytes[at - 1] = 0xc1;
+    let bad = dir.path().join("bad.co");
+    std::fs::write(&bad, &bytes).unwrap();
+    let o = run(Command::new(sqtt_hipcc())
+        .args(["--check", "--cost"])
+        .arg(&bad));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("bad.co") && err.contains("AMDGPU metadata note"),
+        "{err}"
+    );
+}
+
 /// `sqtt funcmap --cost` is the same report.
 #[test]
 fn sqtt_funcmap_cost_is_the_same_report() {
