@@ -340,35 +340,41 @@ fn readme_kernel_equals_the_compiler_remarks() {
     }
 }
 
-/// A 3x5 stencil: fifteen loads and a store, each address-traced. The traces keep the rows'
-/// addresses live across their readlane loops, so VGPRs rise on every target.
+/// A matrix-vector product four wide: its loads and store address-traced. The traces keep the
+/// loop's loaded vectors and addresses live across their readlane loops, so VGPRs rise on every
+/// target (LLVM 15: +6 on gfx90a, +1 on gfx1030 and gfx1100; LLVM 21: +6 on gfx942, +9 on
+/// gfx1100 and gfx1201).
 const ADDRESS_KERNEL: &str = r#"
 #include <hip/hip_runtime.h>
-__global__ void stencil(const float *in, float *out, int w) {
-  int x = blockIdx.x * blockDim.x + threadIdx.x;
-  int y = blockIdx.y;
-  const float *r0 = in + (y - 1) * w, *r1 = in + y * w, *r2 = in + (y + 1) * w;
-  float s = 0.0f;
-#pragma unroll
-  for (int d = -2; d <= 2; ++d)
-    s += r0[x + d] * 0.1f + r1[x + d] * 0.6f + r2[x + d] * 0.3f;
-  out[y * w + x] = s;
+__global__ void matvec4(const float4 *a, const float4 *x, float *y, int n4) {
+  int row = blockIdx.x * blockDim.x + threadIdx.x;
+  float4 acc = {0, 0, 0, 0};
+  for (int k = 0; k < n4; k += 2) {
+    float4 p = a[row * n4 + k], q = x[k], r = a[row * n4 + k + 1], s = x[k + 1];
+    acc.x += p.x * q.x + r.x * s.x; acc.y += p.y * q.y + r.y * s.y;
+    acc.z += p.z * q.z + r.z * s.z; acc.w += p.w * q.w + r.w * s.w;
+  }
+  y[row] = acc.x + acc.y + acc.z + acc.w;
 }
 "#;
 
 #[test]
 fn address_trace_kernel_equals_the_compiler_remarks() {
     let dir = workdir();
-    let src = dir.path().join("stencil.hip");
+    let src = dir.path().join("matvec4.hip");
     std::fs::write(&src, ADDRESS_KERNEL).unwrap();
     let env = [("SQTT_TRACE_ADDRESSES", "memory,lds")];
     for (arch, report) in checked_pair(&src, &env, "address", &arches()) {
         let k = &kernels(&report)[0];
         let (f, base) = (&k.figures, k.baseline.as_ref().unwrap());
         assert!(f.vgprs > base.vgprs, "{arch}: {f:?} against {base:?}");
-        assert_eq!(k.markers.address, 16, "{arch}: {:?}", k.markers);
-        // Each block writes EXEC and its lanes' addresses (in a loop): run-time values.
-        assert!(k.markers.runtime >= 2 * 16, "{arch}: {:?}", k.markers);
+        // Four loads in the loop and the store at least (the loop may be unrolled or peeled);
+        // each block writes EXEC and its lanes' addresses (in a loop): run-time values.
+        let m = &k.markers;
+        assert!(
+            m.address >= 5 && m.runtime >= 2 * m.address,
+            "{arch}: {m:?}"
+        );
     }
 }
 
@@ -385,8 +391,11 @@ fn rocprim_corpus_equals_the_compiler_remarks() {
     let arches: Vec<String> = arches()
         .into_iter()
         .filter(|a| {
-            llvm_major() >= 19
-                || sqtt_gfx::Generation::of_name(a) < Some(sqtt_gfx::Generation::Gfx11)
+            if llvm_major() >= 19 {
+                a != "gfx950"
+            } else {
+                sqtt_gfx::Generation::of_name(a) < Some(sqtt_gfx::Generation::Gfx11)
+            }
         })
         .collect();
     for (arch, report) in checked_pair(&src, EVERYTHING, "rocprim", &arches) {
