@@ -252,12 +252,14 @@ fn file_problem(o: &CheckOptions, fr: &FileResult) -> Option<(String, bool)> {
     }
 }
 
-/// Every `--require` in every linked code object; missing ones are pushed to `errors`.
+/// Every `--require` in every linked code object, and whether one is missing anywhere (each
+/// missing one is pushed to `errors`).
 fn requirement_reports(
     o: &CheckOptions,
     files: &[FileResult],
     errors: &mut Vec<String>,
-) -> Vec<RequirementReport> {
+) -> (Vec<RequirementReport>, bool) {
+    let before = errors.len();
     let mut req_reports = Vec::new();
     for r in &o.requires {
         let mut results = Vec::new();
@@ -292,7 +294,8 @@ fn requirement_reports(
             results,
         });
     }
-    req_reports
+    let missing = errors.len() > before;
+    (req_reports, missing)
 }
 
 /// 2 for a usage error (a file that cannot be opened), else 1 when a check failed, else 0.
@@ -375,9 +378,8 @@ pub fn run(o: &CheckOptions, prog: &str, out: &mut dyn Write, err: &mut dyn Writ
         file_reports.push(rep);
     }
 
-    let before = errors.len();
-    let req_reports = requirement_reports(o, &files, &mut errors);
-    failed |= errors.len() > before;
+    let (req_reports, missing) = requirement_reports(o, &files, &mut errors);
+    failed |= missing;
 
     let code = exit_code(usage_error, failed);
     if o.json {
@@ -473,9 +475,8 @@ fn run_cost(
     }
     let violations = cost_report::check_limits(&reports, &o.limits);
     failed |= !violations.is_empty();
-    let before = errors.len();
-    let requirements = requirement_reports(o, files, &mut errors);
-    failed |= errors.len() > before;
+    let (requirements, missing) = requirement_reports(o, files, &mut errors);
+    failed |= missing;
     let code = exit_code(usage_error, failed);
     if o.json {
         let report = CostReport {
