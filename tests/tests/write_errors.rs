@@ -62,6 +62,8 @@ fn commands(app: &Path) -> Vec<(Vec<String>, i32)> {
         (v(&["--check", &a]), 0),
         (v(&["--check", "--json", &a]), 0),
         (v(&["--check", "--quiet", &a]), 0),
+        (v(&["--check", "--cost", &a]), 0),
+        (v(&["--check", "--cost", "--json", &a]), 0),
         (v(&["--check", "--help"]), 0),
         // A failing check keeps its status 1.
         (v(&["--check", "--require", "user:nope", &a]), 1),
