@@ -144,12 +144,17 @@ settings! {
         option: Some("sqtt-marker-instrument-memory"),
         values: "N:M|off",
         forms: "N:M with N >= 1 operations per marker and M >= 0 the largest instruction gap \
-                (e.g. 2:5), or off",
+                (e.g. 2:5), or off (or none)",
         toml: Toml::StringOrFalse,
         doc: "Point markers on groups of memory operations (global, flat, constant, buffer; not LDS or scratch): \"N:M\" = one \
               marker per N operations, a group ends at a gap of more than M instructions or a \
-              load/store change. \"off\" to disable. Cannot be combined with trace_addresses.",
-        set: |s, v| parse_memory(v).map(|m| s.instrument_memory = m),
+              load/store change. \"off\" (or \"none\") to disable. Cannot be combined with \
+              trace_addresses.",
+        // `none` is AMD's pass's word for off.
+        set: |s, v| {
+            let v = if v.trim().eq_ignore_ascii_case("none") { "off" } else { v };
+            parse_memory(v).map(|m| s.instrument_memory = m)
+        },
         get: |s| s.instrument_memory.map_or_else(|| "off".into(), |m| m.to_string()),
     };
     MEM_BARRIER = Setting {

@@ -676,3 +676,31 @@ fn a_generated_table_replaces_only_the_text_between_its_marker_lines() {
     assert!(g.apply("no markers\n").is_none());
     assert!(g.apply(&format!("{}\nno end\n", docs::BEGIN)).is_none());
 }
+
+/// AMD's pass reads `SQTT_INSTRUMENT_MEMORY=none` as off (issue 30): the variable, the key and
+/// the plugin option take it in any case, it conflicts with nothing, and the error message lists
+/// it among the accepted forms.
+#[test]
+fn instrument_memory_none_is_off_everywhere() {
+    for v in ["none", "NONE", " None "] {
+        let s = Settings::from_env(env(&[
+            ("SQTT_INSTRUMENT_MEMORY", v),
+            ("SQTT_TRACE_ADDRESSES", "memory"),
+        ]))
+        .unwrap();
+        assert_eq!(s.instrument_memory, None, "{v:?}");
+        let s = Settings::from_toml_str(&format!("instrument_memory = {v:?}"), &p()).unwrap();
+        assert_eq!(s.instrument_memory, None, "{v:?}");
+    }
+    let s = Settings::load_with_options(None, env(&[("SQTT_INSTRUMENT_MEMORY", "2:5")]), |o| {
+        (o == "sqtt-marker-instrument-memory").then(|| "none".to_string())
+    })
+    .unwrap();
+    assert_eq!(s.instrument_memory, None);
+    // It reads back as `off`, which the plugin takes.
+    assert_eq!((setting::INSTRUMENT_MEMORY.get)(&s), "off");
+    let msg = Settings::from_env(env(&[("SQTT_INSTRUMENT_MEMORY", "nothing")]))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("or off (or none)"), "{msg}");
+}
