@@ -277,7 +277,7 @@ fn emit_block(
             (lo, hi)
         };
         for v in [lo, hi, as_i32(&b, m, op.soffset.expect("buffer soffset"))] {
-            emitter.record(&b, target, Record::Dynamic(v));
+            emitter.record(&b, target, Record::Payload(v));
         }
     }
     let after = lane_loop(m, emitter, &b, target, lane_lo, lane_hi);

@@ -200,7 +200,7 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
         let mut records = vec![Record::Const(value)];
         if mk.inst.num_args() > 0 {
             // A data marker: its payload follows the header.
-            records.push(Record::Dynamic(mk.inst.arg(0)));
+            records.push(Record::Payload(mk.inst.arg(0)));
         }
         placements.push(Placement::replacing(mk.function, mk.inst, records));
     }
