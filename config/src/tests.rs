@@ -677,9 +677,10 @@ fn a_generated_table_replaces_only_the_text_between_its_marker_lines() {
     assert!(g.apply(&format!("{}\nno end\n", docs::BEGIN)).is_none());
 }
 
-/// AMD's pass reads `SQTT_INSTRUMENT_MEMORY=none` as off (issue 30): the variable, the key and
-/// the plugin option take it in any case, it conflicts with nothing, and the error message lists
-/// it among the accepted forms.
+/// AMD's pass reads `SQTT_INSTRUMENT_MEMORY=none` as off (issue 30), and
+/// `SQTT_TRACE_ADDRESSES=none` (its automatic.ll): the variable, the key and the plugin option
+/// take it in any case, it conflicts with nothing, and the error message lists it among the
+/// accepted forms.
 #[test]
 fn instrument_memory_none_is_off_everywhere() {
     for v in ["none", "NONE", " None "] {
@@ -703,4 +704,15 @@ fn instrument_memory_none_is_off_everywhere() {
         .unwrap_err()
         .to_string();
     assert!(msg.contains("or off (or none)"), "{msg}");
+    // Address traces: `none` over a variable that turns them on, beside memory markers.
+    let s = Settings::load_with_options(
+        None,
+        env(&[("SQTT_TRACE_ADDRESSES", "memory"), ("SQTT_INSTRUMENT_MEMORY", "1:0")]),
+        |o| (o == "sqtt-marker-trace-addresses").then(|| "None".to_string()),
+    )
+    .unwrap();
+    assert!(!s.trace_addresses.is_on());
+    assert!(s.instrument_memory.is_some());
+    let s = Settings::from_toml_str("trace_addresses = \"none\"", &p()).unwrap();
+    assert!(!s.trace_addresses.is_on());
 }
