@@ -707,7 +707,10 @@ fn instrument_memory_none_is_off_everywhere() {
     // Address traces: `none` over a variable that turns them on, beside memory markers.
     let s = Settings::load_with_options(
         None,
-        env(&[("SQTT_TRACE_ADDRESSES", "memory"), ("SQTT_INSTRUMENT_MEMORY", "1:0")]),
+        env(&[
+            ("SQTT_TRACE_ADDRESSES", "memory"),
+            ("SQTT_INSTRUMENT_MEMORY", "1:0"),
+        ]),
         |o| (o == "sqtt-marker-trace-addresses").then(|| "None".to_string()),
     )
     .unwrap();

@@ -135,7 +135,11 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
     let mut ids = FinalIds::new();
     // Address traces numbered ahead of their code (late-only), or as they are written.
     let mut address_traces = Vec::new();
-    let (final_id, barrier_ids, memory_ids) = if late_only {
+    let SystemAndEarlyIds {
+        early: final_id,
+        barriers: barrier_ids,
+        memory: memory_ids,
+    } = if late_only {
         let kept: Vec<&ledger::EarlyEntry> = entries
             .iter()
             .filter(|e| e.kind == EarlyKind::Function && !below.contains(&e.key))
@@ -149,9 +153,13 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
             &mut address_traces,
         )?
     } else {
-        let final_id = compact(&entries, &below, &markers, &identity, &mut ids);
-        let (barrier_ids, memory_ids) = system_ids(settings, &mut ids);
-        (final_id, barrier_ids, memory_ids)
+        let early = compact(&entries, &below, &markers, &identity, &mut ids);
+        let (barriers, memory) = system_ids(settings, &mut ids);
+        SystemAndEarlyIds {
+            early,
+            barriers,
+            memory,
+        }
     };
 
     // 3. Where every marker goes, decided on the code as it is now, before any is placed.
@@ -242,6 +250,14 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
     Ok(())
 }
 
+/// The IDs the placements need: the early markers' (functions, named markers resolved early), by
+/// identity, and those of the barrier and memory points.
+struct SystemAndEarlyIds {
+    early: HashMap<Identity, u32>,
+    barriers: Option<BarrierIds>,
+    memory: Option<MemoryIds>,
+}
+
 /// Compaction by emission count: the final IDs of the early functions and named markers that
 /// survived the threshold, the most frequent first (ties by the order the early phase recorded
 /// them), from 1.
@@ -328,15 +344,8 @@ fn number_late_only(
     named_calls: &named::Collected,
     kept: &[&ledger::EarlyEntry],
     address_traces: &mut Vec<address::FunctionTraces>,
-) -> Result<
-    (
-        HashMap<Identity, u32>,
-        Option<BarrierIds>,
-        Option<MemoryIds>,
-    ),
-    String,
-> {
-    let (barrier_ids, memory_ids) = system_ids(settings, ids);
+) -> Result<SystemAndEarlyIds, String> {
+    let (barriers, memory) = system_ids(settings, ids);
     let mut final_id: HashMap<Identity, u32> = HashMap::new();
     for f in m.functions() {
         if f.is_declaration() {
@@ -355,5 +364,9 @@ fn number_late_only(
             );
         }
     }
-    Ok((final_id, barrier_ids, memory_ids))
+    Ok(SystemAndEarlyIds {
+        early: final_id,
+        barriers,
+        memory,
+    })
 }

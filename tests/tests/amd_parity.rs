@@ -453,11 +453,9 @@ fn ids_at_o0_go_in_amds_order() {
         ];
         let asm = device_asm(dir.path(), O0_HIP, &arch, &env, &["-O0"]);
         // `body` is first in the module: its name, then its own ID; then the kernel's names.
-        let want = format!(
-            "F:7:_Z4bodyPfi@k.hip:3\nK:_Z1kPfS_i@k.hip:10\nU:6:body\nP:8:start\nP:9:value\n\
+        let want = "F:7:_Z4bodyPfi@k.hip:3\nK:_Z1kPfS_i@k.hip:10\nU:6:body\nP:8:start\nP:9:value\n\
              R:9:extra_payload_count=1\nP:1:barrier_signal\nP:2:barrier_wait\nP:3:barrier\n\
-             P:4:vmem_load\nP:5:vmem_store\n"
-        );
+             P:4:vmem_load\nP:5:vmem_store\n";
         let map = funcmap_from_asm(&asm).unwrap_or_default();
         assert_eq!(
             map.lines()
