@@ -8,7 +8,7 @@
 #                                     PREFIX/lib/sqtt-hipcc/llvm-<N>/libsqtt_plugin.so,
 #                                     PREFIX/lib/cmake/SqttHipcc/ (find_package(SqttHipcc)),
 #                                     PREFIX/share/{bash-completion,zsh,fish,man/man1,doc/sqtt-hipcc},
-#                                     PREFIX/include/sqtt-hipcc/{markers.hpp,amd_sqtt_marker/}
+#                                     PREFIX/include/sqtt-hipcc/{markers.hpp,sqtt_m0_record.h,amd_sqtt_marker/}
 #
 # Plugins go to target/release/lib/sqtt-hipcc/llvm-<N>/ (where target/release/sqtt-hipcc looks)
 # and, with --prefix, to PREFIX/lib/sqtt-hipcc/llvm-<N>/. sqtt-hipcc picks the one matching its
@@ -104,7 +104,7 @@ if [ -n "$prefix" ]; then
   "$out/sqtt-hipcc" --sqtt-man=check >"$prefix/share/man/man1/sqtt-hipcc-check.1"
   cp README.md docs/*.md sqtt.toml.example "$prefix/share/doc/sqtt-hipcc/"
   mkdir -p "$prefix/include/sqtt-hipcc/amd_sqtt_marker"
-  cp markers/include/markers.hpp "$prefix/include/sqtt-hipcc/"
+  cp markers/include/markers.hpp markers/include/sqtt_m0_record.h "$prefix/include/sqtt-hipcc/"
   cp markers/include/amd_sqtt_marker/sqtt_marker.h "$prefix/include/sqtt-hipcc/amd_sqtt_marker/"
   echo "install.sh: installed into $prefix (bin/, lib/sqtt-hipcc/, lib/cmake/SqttHipcc/, share/)" >&2
 fi

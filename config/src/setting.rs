@@ -85,6 +85,15 @@ pub enum Toml {
     Mask,
 }
 
+/// `none`, AMD's pass's word for off (of the memory markers and the address traces), as `off`.
+fn none_is_off(v: &str) -> &str {
+    if v.trim().eq_ignore_ascii_case("none") {
+        "off"
+    } else {
+        v
+    }
+}
+
 const BOOL_FORMS: &str = "0, 1, true, false, on, off, yes or no";
 const MASK_FORMS: &str = "a hex bitmask such as 0x3 (the 0x may be left out), or -1 for all";
 
@@ -144,12 +153,13 @@ settings! {
         option: Some("sqtt-marker-instrument-memory"),
         values: "N:M|off",
         forms: "N:M with N >= 1 operations per marker and M >= 0 the largest instruction gap \
-                (e.g. 2:5), or off",
+                (e.g. 2:5), or off (or none)",
         toml: Toml::StringOrFalse,
         doc: "Point markers on groups of memory operations (global, flat, constant, buffer; not LDS or scratch): \"N:M\" = one \
               marker per N operations, a group ends at a gap of more than M instructions or a \
-              load/store change. \"off\" to disable. Cannot be combined with trace_addresses.",
-        set: |s, v| parse_memory(v).map(|m| s.instrument_memory = m),
+              load/store change. \"off\" (or \"none\") to disable. Cannot be combined with \
+              trace_addresses.",
+        set: |s, v| parse_memory(none_is_off(v)).map(|m| s.instrument_memory = m),
         get: |s| s.instrument_memory.map_or_else(|| "off".into(), |m| m.to_string()),
     };
     MEM_BARRIER = Setting {
@@ -169,12 +179,13 @@ settings! {
         key: "trace_addresses",
         option: Some("sqtt-marker-trace-addresses"),
         values: "memory|lds|memory,lds|off",
-        forms: "memory, lds, both comma-separated in either order (memory,lds), or off (or 0)",
+        forms: "memory, lds, both comma-separated in either order (memory,lds), or off (or 0, \
+                or none)",
         toml: Toml::List,
         doc: "Per-lane address traces of memory operations: \"memory\" (global/flat/buffer), \
-              \"lds\" (LDS and ds_permute/ds_bpermute), \"memory,lds\", or \"off\". Expensive \
-              (a readlane loop per operation).",
-        set: |s, v| parse_addresses(v).map(|a| s.trace_addresses = a),
+              \"lds\" (LDS and ds_permute/ds_bpermute), \"memory,lds\", or \"off\" (or \
+              \"none\"). Expensive (a readlane loop per operation).",
+        set: |s, v| parse_addresses(none_is_off(v)).map(|a| s.trace_addresses = a),
         get: |s| s.trace_addresses.to_string(),
     };
     SHADER_CLOCK_BITS = Setting {

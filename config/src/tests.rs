@@ -718,3 +718,46 @@ fn the_origin_of_a_value_is_the_variable_when_set_else_the_file() {
         "key `hipcc` in /src/sqtt.toml"
     );
 }
+
+/// AMD's pass reads `SQTT_INSTRUMENT_MEMORY=none` as off (issue 30), and
+/// `SQTT_TRACE_ADDRESSES=none` (its automatic.ll): the variable, the key and the plugin option
+/// take it in any case, it conflicts with nothing, and the error message lists it among the
+/// accepted forms.
+#[test]
+fn instrument_memory_none_is_off_everywhere() {
+    for v in ["none", "NONE", " None "] {
+        let s = Settings::from_env(env(&[
+            ("SQTT_INSTRUMENT_MEMORY", v),
+            ("SQTT_TRACE_ADDRESSES", "memory"),
+        ]))
+        .unwrap();
+        assert_eq!(s.instrument_memory, None, "{v:?}");
+        let s = Settings::from_toml_str(&format!("instrument_memory = {v:?}"), &p()).unwrap();
+        assert_eq!(s.instrument_memory, None, "{v:?}");
+    }
+    let s = Settings::load_with_options(None, env(&[("SQTT_INSTRUMENT_MEMORY", "2:5")]), |o| {
+        (o == "sqtt-marker-instrument-memory").then(|| "none".to_string())
+    })
+    .unwrap();
+    assert_eq!(s.instrument_memory, None);
+    // It reads back as `off`, which the plugin takes.
+    assert_eq!((setting::INSTRUMENT_MEMORY.get)(&s), "off");
+    let msg = Settings::from_env(env(&[("SQTT_INSTRUMENT_MEMORY", "nothing")]))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("or off (or none)"), "{msg}");
+    // Address traces: `none` over a variable that turns them on, beside memory markers.
+    let s = Settings::load_with_options(
+        None,
+        env(&[
+            ("SQTT_TRACE_ADDRESSES", "memory"),
+            ("SQTT_INSTRUMENT_MEMORY", "1:0"),
+        ]),
+        |o| (o == "sqtt-marker-trace-addresses").then(|| "None".to_string()),
+    )
+    .unwrap();
+    assert!(!s.trace_addresses.is_on());
+    assert!(s.instrument_memory.is_some());
+    let s = Settings::from_toml_str("trace_addresses = \"none\"", &p()).unwrap();
+    assert!(!s.trace_addresses.is_on());
+}
