@@ -122,24 +122,10 @@ pub(crate) fn apply_value(
 fn suggest(key: &str) -> Option<String> {
     SETTINGS
         .iter()
-        .map(|row| (edit_distance(key, row.key), row.key))
+        .map(|row| (strsim::levenshtein(key, row.key), row.key))
         .filter(|(d, k)| *d <= 3.max(k.len() / 4))
         .min()
         .map(|(_, k)| k.to_string())
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 /// The variable's text for a TOML value, checking its type against the row's [`Toml`].
