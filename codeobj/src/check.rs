@@ -16,6 +16,25 @@ use crate::require::Requirement;
 use crate::table::render_code_object;
 use crate::{CodeObject, Error, FuncmapState};
 
+/// The exit statuses of the check (both binaries' help and man pages).
+pub const EXIT_STATUS: &[(&str, &str)] = &[
+    (
+        "0",
+        "every selected code object has a valid funcmap (or is not yet linked) and every \
+         requirement is met",
+    ),
+    (
+        "1",
+        "a funcmap is missing or invalid, a requirement is missing, a file holds no (selected) \
+         code object, or a file is corrupt",
+    ),
+    (
+        "2",
+        "a usage error: an unknown option, a malformed --require, no FILE, a file that cannot \
+         be opened",
+    ),
+];
+
 /// What to check and how to print it.
 #[derive(Debug, Default)]
 pub struct CheckOptions {

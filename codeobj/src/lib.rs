@@ -27,6 +27,8 @@ pub mod check;
 mod elf;
 pub mod file;
 pub mod glob;
+#[cfg(feature = "cli")]
+pub mod manpage;
 pub mod report;
 pub mod require;
 pub mod table;

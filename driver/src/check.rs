@@ -38,9 +38,9 @@ fn usage(msg: &str) -> i32 {
 /// `--check`'s options as a clap command (also the source of the completions and man page).
 pub fn command() -> clap::Command {
     use clap::{Arg, ArgAction, Args, Command};
+    // The about after augment_args, which sets CheckArgs' own doc comment as the command's.
     CheckArgs::augment_args(
         Command::new("sqtt-hipcc --check")
-            .about("Print and check the .sqtt_funcmap of every code object in FILE")
             .disable_help_flag(true)
             .disable_version_flag(true)
             .arg(
@@ -51,6 +51,7 @@ pub fn command() -> clap::Command {
                     .help("this text"),
             ),
     )
+    .about("Print and check the .sqtt_funcmap of every code object in FILE")
 }
 
 fn parse(args: &[String]) -> Result<Option<CheckOptions>, String> {
