@@ -138,10 +138,16 @@ fn value_text(row: &Setting, v: &toml::Value, origin: &Origin) -> Result<String,
     let expected = |forms: &str| Err(bad(origin, &shown, forms.to_string()));
     match (row.toml, v) {
         // Strings take the variable's words (`"yes"`, `"off"`, ...), checked by the row.
-        (Toml::Mask | Toml::Bool | Toml::Path | Toml::IntOrString, Value::String(s))
+        (
+            Toml::Mask | Toml::Bool | Toml::BoolOrPath | Toml::Path | Toml::IntOrString,
+            Value::String(s),
+        )
         | (Toml::String | Toml::StringOrFalse | Toml::List, Value::String(s)) => Ok(s.clone()),
-        (Toml::Bool, Value::Boolean(b)) => Ok(b.to_string()),
-        (Toml::Bool, Value::Integer(i)) if (0..=1).contains(i) => Ok(i.to_string()),
+        (Toml::Bool | Toml::BoolOrPath, Value::Boolean(b)) => Ok(b.to_string()),
+        (Toml::Bool | Toml::BoolOrPath, Value::Integer(i)) if (0..=1).contains(i) => {
+            Ok(i.to_string())
+        }
+        (Toml::BoolOrPath, _) => expected("true, false, 0, 1 or a path string"),
         (Toml::Bool, _) => expected(&format!("true, false, 0, 1 or a string: {}", row.forms)),
         (Toml::Path, _) => expected("a path string"),
         (Toml::IntOrString | Toml::Int, Value::Integer(i)) if *i >= 0 => Ok(i.to_string()),
