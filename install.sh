@@ -89,9 +89,7 @@ fi
 # --- build (or take a build) ---------------------------------------------------------------------
 if [ -n "$from" ]; then
   [ -n "$prefix" ] || die "--from DIR installs: give --prefix too"
-  for b in sqtt-hipcc sqtt; do
-    [ -x "$from/$b" ] || die "--from $from: no executable $from/$b"
-  done
+  [ -x "$from/sqtt-hipcc" ] || die "--from $from: no executable $from/sqtt-hipcc"
   out=$from
   if [ -z "$majors" ]; then
     # Every plugin the build holds.
@@ -170,13 +168,16 @@ if [ -n "$prefix" ]; then
     put "$gen/file" "$rel" 644
   }
 
+  # (A --from build without sqtt, such as a CI lane's, installs sqtt-hipcc alone.)
+  tools=false
+  [ -x "$out/sqtt" ] && tools=true
   put "$out/sqtt-hipcc" bin/sqtt-hipcc 755
-  put "$out/sqtt" bin/sqtt 755
+  if $tools; then put "$out/sqtt" bin/sqtt 755; fi
   for n in ${majors//,/ }; do
     put "$out/lib/sqtt-hipcc/llvm-$n/libsqtt_plugin.so" "lib/sqtt-hipcc/llvm-$n/libsqtt_plugin.so" 755
   done
   put cmake/SqttHipccConfig.cmake lib/cmake/SqttHipcc/SqttHipccConfig.cmake 644
-  version=$("$out/sqtt" --version | awk '{print $2}')
+  version=$("$out/sqtt-hipcc" --sqtt-version)
   sed "s/@SQTT_VERSION@/$version/" cmake/SqttHipccConfigVersion.cmake.in >"$gen/version.cmake"
   put "$gen/version.cmake" lib/cmake/SqttHipcc/SqttHipccConfigVersion.cmake 644
   put markers/include/markers.hpp include/sqtt-hipcc/markers.hpp 644
@@ -185,12 +186,15 @@ if [ -n "$prefix" ]; then
   # Man pages and completions, from the binaries being installed (clap_mangen, clap_complete).
   gen share/man/man1/sqtt-hipcc.1 "$out/sqtt-hipcc" --sqtt-man
   gen share/man/man1/sqtt-hipcc-check.1 "$out/sqtt-hipcc" --sqtt-man=check
-  gen share/man/man1/sqtt.1 "$out/sqtt" man
-  for sub in $("$out/sqtt" --help | sed -n '/^Commands:/,/^$/s/^  \([a-z-]*\) .*/\1/p'); do
-    case $sub in help | completions | man) continue ;; esac
-    gen "share/man/man1/sqtt-$sub.1" "$out/sqtt" man "$sub"
-  done
+  if $tools; then
+    gen share/man/man1/sqtt.1 "$out/sqtt" man
+    for sub in $("$out/sqtt" --help | sed -n '/^Commands:/,/^$/s/^  \([a-z-]*\) .*/\1/p'); do
+      case $sub in help | completions | man) continue ;; esac
+      gen "share/man/man1/sqtt-$sub.1" "$out/sqtt" man "$sub"
+    done
+  fi
   for b in sqtt-hipcc sqtt; do
+    [ "$b" = sqtt ] && ! $tools && continue
     c() { if [ "$b" = sqtt-hipcc ]; then "$out/$b" "--sqtt-completions=$1"; else "$out/$b" completions "$1"; fi; }
     gen "share/bash-completion/completions/$b" c bash
     gen "share/zsh/site-functions/_$b" c zsh
