@@ -20,15 +20,7 @@ impl Install {
     /// `install.sh --prefix DIR/prefix --from DIR/from`, DIR/from holding the built binaries and
     /// the plugin under test as `lib/sqtt-hipcc/llvm-<N>/`.
     pub fn new(dir: &Path) -> Install {
-        let from = dir.join("from");
-        let plugins = from.join(format!("lib/sqtt-hipcc/llvm-{}", llvm_major()));
-        std::fs::create_dir_all(&plugins).unwrap();
-        std::fs::copy(sqtt_hipcc(), from.join("sqtt-hipcc")).unwrap();
-        let sqtt = sqtt_hipcc().with_file_name("sqtt");
-        if sqtt.is_file() {
-            std::fs::copy(&sqtt, from.join("sqtt")).unwrap();
-        }
-        std::fs::copy(plugin_path(), plugins.join("libsqtt_plugin.so")).unwrap();
+        let from = from_dir(dir);
         let prefix = dir.join("prefix");
         let mut c = Command::new("bash");
         c.arg(repo_root().join("install.sh"))
@@ -45,6 +37,21 @@ impl Install {
     pub fn sqtt_hipcc(&self) -> PathBuf {
         self.prefix.join("bin/sqtt-hipcc")
     }
+}
+
+/// `DIR/from`, a build for `install.sh --from`: the binaries under test (sqtt when it is built)
+/// and the plugin under test as `lib/sqtt-hipcc/llvm-<N>/libsqtt_plugin.so`.
+pub fn from_dir(dir: &Path) -> PathBuf {
+    let from = dir.join("from");
+    let plugins = from.join(format!("lib/sqtt-hipcc/llvm-{}", llvm_major()));
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(sqtt_hipcc(), from.join("sqtt-hipcc")).unwrap();
+    let sqtt = sqtt_hipcc().with_file_name("sqtt");
+    if sqtt.is_file() {
+        std::fs::copy(&sqtt, from.join("sqtt")).unwrap();
+    }
+    std::fs::copy(plugin_path(), plugins.join("libsqtt_plugin.so")).unwrap();
+    from
 }
 
 /// stdout then stderr.
@@ -158,6 +165,11 @@ impl<'a> Project<'a> {
 
     /// Configures the build directory; returns CMake's output.
     pub fn configure(&self, options: &[&str]) -> String {
+        self.configure_with_hip_flags("", options)
+    }
+
+    /// [`Project::configure`] with `hip_flags` first in CMAKE_HIP_FLAGS (the HIP language).
+    pub fn configure_with_hip_flags(&self, hip_flags: &str, options: &[&str]) -> String {
         let mut c = self.command("cmake", &[]);
         c.args(["-G", self.generator, "-S"])
             .arg(&self.source)
@@ -186,7 +198,8 @@ impl<'a> Project<'a> {
                     .arg(format!("-DCMAKE_HIP_COMPILER_ROCM_ROOT={}", shim.display()))
                     .arg(format!("-DCMAKE_HIP_ARCHITECTURES={}", self.arch))
                     .arg(format!(
-                        "-DCMAKE_HIP_FLAGS=--rocm-path=/usr --hip-device-lib-path={devlibs}"
+                        "-DCMAKE_HIP_FLAGS={hip_flags} --rocm-path=/usr \
+                         --hip-device-lib-path={devlibs}"
                     ));
             }
             Route::PlainClangCxx => {

@@ -371,6 +371,65 @@ fn cmake_hip_language_project_with_the_installed_package() {
     );
 }
 
+/// `$(sqtt-hipcc --sqtt-flags=CLANG)` pasted into CMAKE_HIP_FLAGS: plain words, which CMake's
+/// compiler identification accepts (shell-quoted ones made it fail and built nothing), and a
+/// HIP-language project without the package builds instrumented; `=cmake` gives the same words
+/// as a CMake list.
+#[test]
+fn sqtt_flags_go_into_cmake_hip_flags() {
+    let d = workdir();
+    let dir = d.path();
+    let install = Install::new(dir);
+    let mut p = Project::new(
+        &install,
+        dir,
+        "cmake-hip",
+        "build",
+        "Ninja",
+        Route::HipLanguage,
+    );
+    p.source = dir.join("proj");
+    std::fs::create_dir_all(&p.source).unwrap();
+    std::fs::copy(
+        repo_root().join("tests/cmake-hip/app.hip"),
+        p.source.join("app.hip"),
+    )
+    .unwrap();
+    std::fs::write(
+        p.source.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.21)\nproject(p LANGUAGES CXX HIP)\n\
+         add_executable(app app.hip)\n",
+    )
+    .unwrap();
+    let flags = |form: &str| {
+        let clang = sqtt_e2e::toolchain::llvm_tool("clang++");
+        let o = p
+            .command(install.sqtt_hipcc(), &[])
+            .arg(format!("--sqtt-flags={form}{clang}"))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+        String::from_utf8(o.stdout).unwrap().trim().to_string()
+    };
+    let words = flags("");
+    assert!(!words.contains('\''), "no quotes: {words}");
+    assert!(
+        words.contains(" -fpass-plugin=") && words.ends_with(" -DSQTT_ENABLED=1"),
+        "{words}"
+    );
+    assert_eq!(flags("cmake:"), words.replace(' ', ";"));
+    let conf = p.configure_with_hip_flags(&words, &[]);
+    assert!(conf.contains("Check for working HIP compiler"), "{conf}");
+    p.build(&[]);
+    let o = driver(dir)
+        .arg("--check")
+        .arg(p.file("app"))
+        .args(["--require", "user:work", "--require", "kernel:my_kernel"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+}
+
 /// `-fgpu-rdc` on the package route, both routes: two translation units with markers, compiled
 /// with the IDs left to the device link, which loads the plugin (through the link launcher) and
 /// numbers every marker once, so IDs are unique across the translation units and the post-build
