@@ -498,6 +498,35 @@ mod tests {
         }
     }
 
+    /// docs/driver.md's table of own options names every row, and no option that is not one.
+    #[test]
+    fn the_reference_lists_every_own_option() {
+        let doc = include_str!("../../docs/driver.md");
+        let table: Vec<&str> = doc
+            .lines()
+            .skip_while(|l| !l.starts_with("## Own options and variables"))
+            .take_while(|l| !l.starts_with("### "))
+            .filter(|l| l.starts_with("| `--sqtt-"))
+            .collect();
+        for o in OPTIONS {
+            let long = format!("`--sqtt-{}", o.name);
+            assert!(
+                table.iter().any(|l| l.starts_with(&format!("| {long}"))),
+                "docs/driver.md lacks {long}"
+            );
+        }
+        for line in table {
+            let name = line["| `--sqtt-".len()..]
+                .split(|c: char| !(c.is_ascii_lowercase() || c == '-'))
+                .next()
+                .unwrap();
+            assert!(
+                OPTIONS.iter().any(|o| o.name == name),
+                "docs/driver.md names --sqtt-{name}, which is no own option"
+            );
+        }
+    }
+
     /// The help, the man page and the completions are made from the same rows as the parser.
     #[test]
     fn every_row_is_in_the_help_man_page_and_completions() {

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::driver::sqtt_hipcc;
-use crate::toolchain::{device_lib_dir, hipcc, llvm_major, llvm_tool, plugin_path, repo_root};
+use crate::toolchain::{
+    device_lib_dir, hipcc, lane_arches, llvm_major, llvm_tool, plugin_path, repo_root,
+};
 
 /// An install of sqtt-hipcc (and sqtt, when it is built) with the plugin under test.
 pub struct Install {
@@ -142,10 +144,7 @@ impl<'a> Project<'a> {
             build: dir.join(build),
             generator,
             route,
-            arch: std::env::var("SQTT_TEST_ARCHES")
-                .ok()
-                .and_then(|a| a.split_whitespace().next().map(String::from))
-                .unwrap_or_else(|| "gfx90a".into()),
+            arch: lane_arches(&["gfx90a"]).remove(0),
         }
     }
 

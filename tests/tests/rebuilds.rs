@@ -14,7 +14,7 @@ use std::process::Command;
 use sqtt_e2e::package::{
     ccache_stats, clean_env, compiled, text, CacheStats, Install, Project, Route,
 };
-use sqtt_e2e::toolchain::{hipcc, plugin_path, workdir};
+use sqtt_e2e::toolchain::{hipcc, lane_arches, plugin_path, workdir};
 
 /// The kernel of the wrapper's tests: a marker scope around a barrier, so barrier markers
 /// change its funcmap.
@@ -107,6 +107,7 @@ fn ccache_behind_the_wrapper_misses_on_each_changed_setting_and_hits_on_the_same
     let plugin = dir.join("libsqtt_plugin.so");
     std::fs::copy(plugin_path(), &plugin).unwrap();
     let wrapper = sqtt_e2e::driver::sqtt_hipcc();
+    let arch = lane_arches(&["gfx90a"]).remove(0);
     let object = src.join("k.o");
     let compile = |cwd: &Path, extra: &[&str], vars: &[(&str, &str)]| -> Vec<u8> {
         let _ = std::fs::remove_file(&object);
@@ -117,7 +118,7 @@ fn ccache_behind_the_wrapper_misses_on_each_changed_setting_and_hits_on_the_same
             .env("SQTT_PLUGIN", &plugin)
             .env("SQTT_CCACHE", "1")
             .args(extra)
-            .arg("--offload-arch=gfx90a")
+            .arg(format!("--offload-arch={arch}"))
             .arg("-c")
             .arg(src.join("k.hip"))
             .arg("-o")
@@ -487,12 +488,13 @@ fn makefile_with_the_settings_stamp_rebuilds_after_a_variable_and_only_then() {
     )
     .unwrap();
     let wrapper = sqtt_e2e::driver::sqtt_hipcc();
+    let arch = lane_arches(&["gfx90a"]).remove(0);
     std::fs::write(
         dir.join("Makefile"),
         format!(
             "HIPCC = {w}\n\
-             app: k.o main.o\n\t$(HIPCC) --offload-arch=gfx90a $^ -o $@\n\
-             %.o: %.hip sqtt.stamp\n\t$(HIPCC) --offload-arch=gfx90a -c $< -o $@\n\
+             app: k.o main.o\n\t$(HIPCC) --offload-arch={arch} $^ -o $@\n\
+             %.o: %.hip sqtt.stamp\n\t$(HIPCC) --offload-arch={arch} -c $< -o $@\n\
              sqtt.stamp: FORCE\n\t@$(HIPCC) --sqtt-stamp=$@\n\
              FORCE:\n",
             w = wrapper.display()
