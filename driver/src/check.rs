@@ -9,26 +9,6 @@
 
 use sqtt_codeobj::check::{self, CheckArgs, CheckOptions};
 
-pub const HELP: &str = "\
-usage: sqtt-hipcc --check [OPTIONS] FILE...
-
-Prints the .sqtt_funcmap of every code object in FILE (executable, shared library, .o, bare code
-object, offload bundle, CCOB bundle) and checks it.
-
-  --demangle           demangle C++ names in the table
-  --json               print a JSON report (schema: docs/check-json.md) instead of the tables
-  --require KIND:GLOB  require a funcmap row of KIND whose mangled or demangled name matches GLOB
-                       in every selected code object; KIND: kernel, function, user, point,
-                       barrier, memory, address, any (repeatable)
-  --arch GFX           check only code objects of this processor (e.g. gfx90a)
-  --quiet              one summary line per code object instead of the tables
-  --skip-non-amdgpu    skip (with a note) files that hold no AMDGPU code: directories, scripts,
-                       empty files, host-only binaries (so `--check build/bin/*` works)
-  --help               this text
-
-Exit status: 0 all valid and all requirements met, 1 a check failed, 2 usage error.
-";
-
 fn usage(msg: &str) -> i32 {
     eprintln!("sqtt-hipcc --check: error: {msg}");
     eprintln!("run `sqtt-hipcc --check --help` for the options");
@@ -52,6 +32,22 @@ pub fn command() -> clap::Command {
             ),
     )
     .about("Print and check the .sqtt_funcmap of every code object in FILE")
+    .override_usage("sqtt-hipcc --check [OPTIONS] FILE...")
+    .after_help(exit_statuses())
+}
+
+/// The check's exit statuses, for `--check --help`.
+fn exit_statuses() -> String {
+    let mut text = String::from("Exit status:");
+    for (status, meaning) in check::EXIT_STATUS {
+        text.push_str(&format!("\n  {status}  {meaning}"));
+    }
+    text
+}
+
+/// `--check --help`: made from the clap command, as the man page is.
+fn help() -> String {
+    command().render_help().to_string()
 }
 
 fn parse(args: &[String]) -> Result<Option<CheckOptions>, String> {
@@ -93,7 +89,7 @@ pub fn main(args: &[String]) -> i32 {
     let o = match parse(args) {
         Ok(Some(o)) => o,
         Ok(None) => {
-            print!("{HELP}");
+            print!("{}", help());
             return 0;
         }
         Err(e) => return usage(&e),

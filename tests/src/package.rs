@@ -83,6 +83,13 @@ pub struct CacheStats {
     pub misses: u64,
 }
 
+impl CacheStats {
+    /// (hits, misses) since `before`.
+    pub fn since(self, before: CacheStats) -> (u64, u64) {
+        (self.hits - before.hits, self.misses - before.misses)
+    }
+}
+
 pub fn ccache_stats(dir: &Path) -> CacheStats {
     let mut c = Command::new("ccache");
     c.arg("--print-stats");

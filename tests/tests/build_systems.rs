@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use sqtt_e2e::driver::*;
-use sqtt_e2e::package::{Install, Project, Route};
+use sqtt_e2e::package::{ccache_stats, Install, Project, Route};
 use sqtt_e2e::toolchain::{hipcc, plugin_path, repo_root, run_ok, workdir};
 
 const KERNEL: &str = r#"
@@ -37,26 +37,6 @@ fn err(o: &Output) -> String {
 
 fn have(tool: &str) -> bool {
     Command::new(tool).arg("--version").output().is_ok()
-}
-
-/// `ccache --print-stats` as (hits, misses).
-fn ccache_stats(ccache_dir: &Path) -> (u64, u64) {
-    let out = run_ok(
-        Command::new("ccache")
-            .arg("--print-stats")
-            .env("CCACHE_DIR", ccache_dir),
-    );
-    let get = |k: &str| -> u64 {
-        out.lines()
-            .filter_map(|l| l.split_once('\t'))
-            .filter(|(n, _)| *n == k)
-            .map(|(_, v)| v.trim().parse::<u64>().unwrap())
-            .sum()
-    };
-    (
-        get("direct_cache_hit") + get("preprocessed_cache_hit"),
-        get("cache_miss"),
-    )
 }
 
 #[test]
@@ -93,7 +73,8 @@ fn ccache_hits_on_same_settings_and_misses_on_a_changed_setting_or_rebuilt_plugi
         let o = c.output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{}", err(&o));
         assert!(dir.join("k.o").is_file());
-        ccache_stats(&cache)
+        let stats = ccache_stats(dir);
+        (stats.hits, stats.misses)
     };
     // A source including markers.hpp is cacheable (its -E runs through the wrapper).
     assert_eq!(compile(&[]), (0, 1), "first compile misses");
@@ -341,13 +322,7 @@ fn cmake_hip_language_project_with_the_installed_package() {
     // Without -fgpu-rdc the link loads no plugin.
     assert!(!out.contains("--load-pass-plugin"), "{out}");
     // The binary carries the plugin's funcmap.
-    let o = driver(dir)
-        .arg("--check")
-        .arg(p.file("app"))
-        .args(["--require", "user:work", "--require", "kernel:my_kernel"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    check_app(dir, &p.file("app"));
 
     // The same package on the C++ route: a plain clang++ compiling app.hip with -x hip.
     let p = Project::new(
@@ -421,9 +396,14 @@ fn sqtt_flags_go_into_cmake_hip_flags() {
     let conf = p.configure_with_hip_flags(&words, &[]);
     assert!(conf.contains("Check for working HIP compiler"), "{conf}");
     p.build(&[]);
+    check_app(dir, &p.file("app"));
+}
+
+/// tests/cmake-hip's app carries its marker and kernel.
+fn check_app(dir: &Path, app: &Path) {
     let o = driver(dir)
         .arg("--check")
-        .arg(p.file("app"))
+        .arg(app)
         .args(["--require", "user:work", "--require", "kernel:my_kernel"])
         .output()
         .unwrap();

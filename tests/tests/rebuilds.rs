@@ -14,24 +14,13 @@ use std::process::Command;
 use sqtt_e2e::package::{
     ccache_stats, clean_env, compiled, text, CacheStats, Install, Project, Route,
 };
-use sqtt_e2e::toolchain::{hipcc, lane_arches, plugin_path, workdir};
+use sqtt_e2e::toolchain::{hipcc, lane_arches, plugin_path, repo_root, workdir};
 
-/// The kernel of the wrapper's tests: a marker scope around a barrier, so barrier markers
-/// change its funcmap.
-const KERNEL: &str = r#"
-#include <hip/hip_runtime.h>
-#include "markers.hpp"
-
-__global__ void my_kernel(float *p, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  sqtt_marker_enter("work");
-  p[i] = p[i] * 2.0f + 1.0f;
-  __syncthreads();
-  p[i + 1] += p[i];
-  sqtt_marker_exit("work");
+/// The kernel of the wrapper's tests: tests/cmake-project's, a marker scope around a barrier, so
+/// barrier markers change its funcmap.
+fn kernel_source() -> PathBuf {
+    repo_root().join("tests/cmake-project/app.cpp")
 }
-"#;
 
 fn have(tool: &str) -> bool {
     Command::new(tool).arg("--version").output().is_ok()
@@ -88,7 +77,7 @@ fn ccache_behind_the_wrapper_misses_on_each_changed_setting_and_hits_on_the_same
     let dir = d.path();
     let src = dir.join("src");
     std::fs::create_dir_all(src.join("sub")).unwrap();
-    std::fs::write(src.join("k.hip"), KERNEL).unwrap();
+    std::fs::copy(kernel_source(), src.join("k.hip")).unwrap();
     // A hipcc that logs each run.
     let log = dir.join("hipcc.log");
     let shim = dir.join("bin/hipcc");
@@ -271,6 +260,8 @@ fn hip_language_project_rebuilds_what_a_setting_changes_with_ninja_and_make() {
     let dir = d.path();
     let install = Install::new(dir);
     let hip_objects = vec!["app.cpp.o".to_string(), "scale.cpp.o".to_string()];
+    let none = Vec::<String>::new();
+    let toml = dir.join("sqtt.toml");
     for (generator, build) in [("Ninja", "build-ninja"), ("Unix Makefiles", "build-make")] {
         let p = Project::new(
             &install,
@@ -281,24 +272,32 @@ fn hip_language_project_rebuilds_what_a_setting_changes_with_ninja_and_make() {
             Route::HipLanguage,
         );
         let conf = p.configure(&["-DCMAKE_HIP_COMPILER_LAUNCHER=ccache"]);
-        assert!(
-            conf.contains("sqtt_instrument(hosttool): no device code")
-                && conf.contains("sqtt_instrument(app): HIP sources launched")
-                && conf.contains("sqtt_instrument(kernels): HIP sources launched"),
-            "{conf}"
-        );
-        let toml = dir.join("sqtt.toml");
-        let _ = std::fs::remove_file(&toml);
-        let s0 = ccache_stats(dir);
-        let out = p.build(&[]);
+        for want in [
+            "sqtt_instrument(hosttool): no device code",
+            "sqtt_instrument(app): HIP sources launched",
+            "sqtt_instrument(kernels): HIP sources launched",
+        ] {
+            assert!(conf.contains(want), "{want}: {conf}");
+        }
+        let app = p.file("app");
+        let rows_now = || rows(&install.sqtt_hipcc(), &app, dir);
+        // A build: the objects it compiled and ccache's (hits, misses) meanwhile.
+        let build = |vars: &[(&str, &str)]| {
+            let before = ccache_stats(dir);
+            let out = p.build(vars);
+            (compiled(&out), ccache_stats(dir).since(before), out)
+        };
+
+        let (objects, (hits, misses), out) = build(&[]);
         let mut all = hip_objects.clone();
         all.push("hosttool.cpp.o".into());
         all.sort();
-        assert_eq!(compiled(&out), all, "{generator}: the first build: {out}");
+        assert_eq!(objects, all, "{generator}: the first build: {out}");
+        // (Two compiles through ccache: new to it, or, for Make, Ninja's.)
+        assert_eq!(hits + misses, 2, "{generator}");
         for line in out.lines().filter(|l| l.contains(" -c ")) {
-            let launched = line.contains("--sqtt-launch ccache");
             assert_eq!(
-                launched,
+                line.contains("--sqtt-launch ccache"),
                 !line.contains("hosttool"),
                 "{generator}: HIP compiles only are launched, ccache after: {line}"
             );
@@ -308,46 +307,27 @@ fn hip_language_project_rebuilds_what_a_setting_changes_with_ninja_and_make() {
                 .any(|l| l.contains("--check") && l.contains("hosttool")),
             "{generator}: the host-only tool is not checked: {out}"
         );
-        let app = p.file("app");
-        let first = rows(&install.sqtt_hipcc(), &app, dir);
+        let first = rows_now();
         assert_eq!(
             first,
             [(1, 0), (1, 0)],
-            "{generator}: both translation units instrumented"
+            "{generator}: both translation units"
         );
-        let s1 = ccache_stats(dir);
-        // Two translation units through ccache (new to it, or the first generator's: hits).
-        assert_eq!(s1.hits + s1.misses, s0.hits + s0.misses + 2, "{generator}");
+        assert_eq!(build(&[]).0, none, "{generator}: no change");
 
-        let out = p.build(&[]);
-        assert_eq!(
-            compiled(&out),
-            Vec::<String>::new(),
-            "{generator}: no change: {out}"
-        );
-
-        // A new sqtt.toml above the build directory: rebuilt, misses the first time.
+        // A new sqtt.toml above the build directory: rebuilt, a miss for settings never seen
+        // (Make's compile lines differ from Ninja's: there, Ninja's objects may hit).
         std::fs::write(&toml, "instrument_barriers = true\n").unwrap();
-        let before = ccache_stats(dir);
-        let out = p.build(&[]);
-        assert_eq!(
-            compiled(&out),
-            hip_objects,
-            "{generator}: a new sqtt.toml: {out}"
-        );
+        let (objects, (hits, misses), out) = build(&[]);
+        assert_eq!(objects, hip_objects, "{generator}: a new sqtt.toml: {out}");
         if generator == "Ninja" {
             assert!(
                 out.contains("settings-"),
                 "ninja explains: the stamp: {out}"
             );
+            assert_eq!((hits, misses), (0, 2), "unseen settings miss");
         }
-        let after = ccache_stats(dir);
-        assert_eq!(after.hits + after.misses, before.hits + before.misses + 2);
-        if generator == "Ninja" {
-            // (Make's compile lines differ from Ninja's: the same settings may hit there.)
-            assert_eq!(after.misses, before.misses + 2, "unseen settings miss");
-        }
-        let barriers = rows(&install.sqtt_hipcc(), &app, dir);
+        let barriers = rows_now();
         assert!(
             barriers.len() == 2
                 && barriers
@@ -355,50 +335,30 @@ fn hip_language_project_rebuilds_what_a_setting_changes_with_ninja_and_make() {
                     .all(|&(user, points)| user == 1 && points > 0),
             "{generator}: barrier rows in both: {barriers:?}"
         );
-        let out = p.build(&[]);
-        assert_eq!(compiled(&out), Vec::<String>::new(), "{generator}: {out}");
+        assert_eq!(build(&[]).0, none, "{generator}");
 
-        // Back to the first settings: rebuilt, and both from the cache.
+        // Back to the first settings: rebuilt, both from the cache.
         std::fs::remove_file(&toml).unwrap();
-        let before = ccache_stats(dir);
-        let out = p.build(&[]);
+        let (objects, delta, out) = build(&[]);
         assert_eq!(
-            compiled(&out),
-            hip_objects,
+            objects, hip_objects,
             "{generator}: sqtt.toml removed: {out}"
         );
-        assert_eq!(
-            ccache_stats(dir),
-            CacheStats {
-                hits: before.hits + 2,
-                misses: before.misses
-            },
-            "{generator}: settings seen before hit"
-        );
-        assert_eq!(rows(&install.sqtt_hipcc(), &app, dir), first);
+        assert_eq!(delta, (2, 0), "{generator}: settings seen before hit");
+        assert_eq!(rows_now(), first);
 
-        // The barriers again, from a variable at build time: the objects of the sqtt.toml build.
-        let before = ccache_stats(dir);
-        let out = p.build(&[("SQTT_INSTRUMENT_BARRIERS", "1")]);
+        // The barriers from a variable at build time: the sqtt.toml build's objects.
+        let barrier_var = [("SQTT_INSTRUMENT_BARRIERS", "1")];
+        let (objects, delta, out) = build(&barrier_var);
+        assert_eq!(objects, hip_objects, "{generator}: a variable: {out}");
         assert_eq!(
-            compiled(&out),
-            hip_objects,
-            "{generator}: a variable: {out}"
-        );
-        assert_eq!(
-            ccache_stats(dir),
-            CacheStats {
-                hits: before.hits + 2,
-                misses: before.misses
-            },
+            delta,
+            (2, 0),
             "{generator}: the same settings from a variable hit"
         );
-        assert_eq!(rows(&install.sqtt_hipcc(), &app, dir), barriers);
-        let out = p.build(&[("SQTT_INSTRUMENT_BARRIERS", "1")]);
-        assert_eq!(compiled(&out), Vec::<String>::new(), "{generator}: {out}");
-        // And without it: rebuilt.
-        let out = p.build(&[]);
-        assert_eq!(compiled(&out), hip_objects, "{generator}: {out}");
+        assert_eq!(rows_now(), barriers);
+        assert_eq!(build(&barrier_var).0, none, "{generator}");
+        assert_eq!(build(&[]).0, hip_objects, "{generator}: the variable gone");
     }
 }
 
@@ -479,12 +439,11 @@ fn makefile_with_the_settings_stamp_rebuilds_after_a_variable_and_only_then() {
     assert!(have("ccache"), "ccache is missing: run ci/setup.sh");
     let d = workdir();
     let dir = d.path();
-    std::fs::write(dir.join("k.hip"), KERNEL).unwrap();
-    std::fs::write(
+    // tests/cmake-project's two translation units: app (main) and the kernel it launches.
+    std::fs::copy(kernel_source(), dir.join("k.hip")).unwrap();
+    std::fs::copy(
+        repo_root().join("tests/cmake-project/kernels/scale.cpp"),
         dir.join("main.hip"),
-        "#include <hip/hip_runtime.h>\n#include \"markers.hpp\"\n__global__ void second(float \
-         *p) {\n  sqtt_marker_enter(\"second\");\n  p[threadIdx.x] = 1;\n  \
-         sqtt_marker_exit(\"second\");\n}\nint main() { return 0; }\n",
     )
     .unwrap();
     let wrapper = sqtt_e2e::driver::sqtt_hipcc();
