@@ -6,18 +6,18 @@
 
 use std::path::{Path, PathBuf};
 
-use sqtt_config::{ConfigError, Settings};
+use sqtt_config::{ConfigError, Origin, Settings};
 
-use crate::args::{Classified, StepKind};
-use crate::error::Error;
+use crate::args::{Classified, PluginOptions, StepKind};
+use crate::error::{Error, NamedBy};
 use crate::launch::Invocation;
-use crate::locate::DEPTH_VAR;
+use crate::locate::{Configured, DEPTH_VAR};
 
 /// The things a plan needs from the machine, looked up only when the step needs them.
 pub trait Toolchain {
     /// The real hipcc (`configured`: `SQTT_HIPCC` or the `hipcc` key), or the compiler named
     /// by `--sqtt-launch`.
-    fn compiler(&mut self, configured: Option<&Path>) -> Result<PathBuf, Error>;
+    fn compiler(&mut self, configured: Option<&Configured>) -> Result<PathBuf, Error>;
     /// The pass plugin for `compiler`'s clang, checked to be built for its LLVM major.
     fn plugin(&mut self, compiler: &Path) -> Result<PathBuf, Error>;
     /// The first 16 hex digits of the plugin's SHA-256.
@@ -69,6 +69,9 @@ pub fn split_launched(cmd: &[String]) -> Option<(Launched, &[String])> {
 pub struct Request<'a> {
     /// hipcc's arguments as given (without the wrapper's own options; `@files` unexpanded).
     pub args: &'a [String],
+    /// The user's plugin options taken out of `args` (their values are in `settings`), and
+    /// the arguments without them.
+    pub plugin_options: &'a PluginOptions,
     /// Their classification (from the expanded arguments).
     pub step: &'a Classified,
     /// The merged settings, or why they are invalid (which only matters to steps that use them).
@@ -170,7 +173,7 @@ impl Plan {
         }
         let mut command = Invocation {
             program: PathBuf::from(&launched.compiler),
-            args: req.args.to_vec(),
+            args: step_args(req).to_vec(),
             set_env: launch_env(settings),
             remove_env: Vec::new(),
             cwd: Some(req.cwd.to_path_buf()),
@@ -212,12 +215,15 @@ fn untouched(req: &Request, tools: &mut dyn Toolchain) -> Result<Plan, Error> {
     // A broken sqtt.toml must not break a probe: the settings serve only to find hipcc here.
     let settings = req.settings.as_ref().ok();
     let configured = match settings {
-        Some(s) => s.hipcc.clone(),
+        Some(s) => configured_hipcc(s, req),
         None => (req.env)(sqtt_config::var::HIPCC)
             .filter(|v| !v.is_empty())
-            .map(PathBuf::from),
+            .map(|v| Configured {
+                path: PathBuf::from(v),
+                by: NamedBy::Setting(Origin::Env(sqtt_config::var::HIPCC)),
+            }),
     };
-    let hipcc = tools.compiler(configured.as_deref())?;
+    let hipcc = tools.compiler(configured.as_ref())?;
     let verbose = req.verbose || settings.is_some_and(|s| s.verbose);
     let step = req.step;
     let mut extra = Vec::new();
@@ -273,7 +279,7 @@ fn build(req: &Request, tools: &mut dyn Toolchain, runner: Runner) -> Result<Pla
     let verbose = req.verbose || settings.verbose;
     let step = req.step;
     let compiler = match runner {
-        Runner::Wrapper => tools.compiler(settings.hipcc.as_deref())?,
+        Runner::Wrapper => tools.compiler(configured_hipcc(settings, req).as_ref())?,
         Runner::Launcher(l) => PathBuf::from(&l.compiler),
     };
     // hipcc compiles every source as HIP; a launched plain clang only when told so (`-x hip`, a
@@ -288,7 +294,15 @@ fn build(req: &Request, tools: &mut dyn Toolchain, runner: Runner) -> Result<Pla
     let mut extra: Vec<String> = Vec::new();
     let mut plugin_used = None;
     if instrument || rdc_link {
-        let plugin = tools.plugin(&compiler)?;
+        // The launched compiler is looked for (and checked) only when its plugin is needed.
+        let located = match runner {
+            Runner::Wrapper => compiler.clone(),
+            Runner::Launcher(l) => tools.compiler(Some(&Configured {
+                path: PathBuf::from(&l.compiler),
+                by: NamedBy::LaunchCommand,
+            }))?,
+        };
+        let plugin = tools.plugin(&located)?;
         if instrument {
             let hash = tools.plugin_hash(&plugin)?;
             extra.push("-Xarch_device".into());
@@ -316,8 +330,10 @@ fn build(req: &Request, tools: &mut dyn Toolchain, runner: Runner) -> Result<Pla
             _ => None,
         },
     };
-    let mut args = req.args.to_vec();
-    args.extend(extra);
+    // The wrapper's arguments first, each whole, so that none can be taken as the value of a
+    // user option left without one (a trailing `-o`).
+    let mut args = extra;
+    args.extend(step_args(req).iter().cloned());
     let mut command = Invocation {
         program: compiler.clone(),
         args,
@@ -361,7 +377,7 @@ fn build(req: &Request, tools: &mut dyn Toolchain, runner: Runner) -> Result<Pla
         outputs,
         require_funcmap: (instrument && step.objects.is_empty()) || rdc_link,
     });
-    let dep_file = dep_file(req.args, step, req.cwd).map(|file| DepFileInputs {
+    let dep_file = dep_file(step_args(req), step, req.cwd).map(|file| DepFileInputs {
         file,
         inputs: req
             .config_file
@@ -390,10 +406,32 @@ fn is_hipcc(compiler: &Path) -> bool {
         .is_some_and(|n| n.to_string_lossy().contains("hipcc"))
 }
 
-/// hipcc with the user's arguments, then `extra`; the recursion guard set.
+/// The arguments a step hands on: on compile and link steps, which load the plugin, without the
+/// user's plugin options (the settings carry their values to the plugin in the wrapper's own
+/// spelling); on the others, as given.
+fn step_args<'a>(req: &Request<'a>) -> &'a [String] {
+    match req.step.kind {
+        StepKind::Compile | StepKind::Link => &req.plugin_options.rest,
+        _ => req.args,
+    }
+}
+
+/// The hipcc the settings name, and where they name it (the variable, or the file's key).
+fn configured_hipcc(settings: &Settings, req: &Request) -> Option<Configured> {
+    let path = settings.hipcc.clone()?;
+    let origin = Origin::of(&sqtt_config::setting::HIPCC, req.config_file, req.env);
+    Some(Configured {
+        path,
+        by: NamedBy::Setting(origin),
+    })
+}
+
+/// hipcc with `extra`, then the user's arguments; the recursion guard set. The wrapper's own
+/// arguments come first, each whole, so that none can be taken as the value of a user option
+/// left without one (a trailing `-o`): hipcc reports that as it would without the wrapper.
 fn hipcc_command(req: &Request, hipcc: PathBuf, extra: Vec<String>) -> Invocation {
-    let mut args = req.args.to_vec();
-    args.extend(extra);
+    let mut args = extra;
+    args.extend(step_args(req).iter().cloned());
     Invocation {
         program: hipcc,
         args,

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::diag::{Diagnostics, Progress};
-use crate::engine::{Names, Options, RunStats, Trace};
+use crate::engine::{Names, Options, RunStats, Sink, Trace};
 use crate::error::Error;
 use crate::flamegraph::Flamegraph;
 use crate::memory::MemoryReport;
@@ -57,6 +57,26 @@ fn open(dir: &Path, opts: &Options, progress: &dyn Progress) -> Result<Trace, Er
     Ok(trace)
 }
 
+/// Runs `sink` over every ui directory of `dir`: the warnings, and the counts (an error when
+/// nothing could be read).
+pub fn read<S: Sink>(
+    dir: &Path,
+    opts: &Options,
+    names: &mut Names,
+    sink: &mut S,
+    progress: &dyn Progress,
+) -> Result<(Diagnostics, Totals), Error> {
+    let mut trace = open(dir, opts, progress)?;
+    let mut totals = Totals::default();
+    for ui in trace.dir.ui_dirs.clone() {
+        let st = trace.run_ui(&ui, opts, names, sink, progress)?;
+        totals.add(&st);
+    }
+    progress.finish();
+    totals.check(dir, &trace)?;
+    Ok((trace.diag, totals))
+}
+
 /// Result of `sqtt flamegraph`.
 pub struct FlamegraphOutput {
     pub folded: Vec<(String, u64)>,
@@ -70,17 +90,9 @@ pub fn flamegraph(
     opts: &Options,
     progress: &dyn Progress,
 ) -> Result<FlamegraphOutput, Error> {
-    let mut trace = open(dir, opts, progress)?;
     let mut names = Names::default();
     let mut fg = Flamegraph::new();
-    let mut totals = Totals::default();
-    for ui in trace.dir.ui_dirs.clone() {
-        let st = trace.run_ui(&ui, opts, &mut names, &mut fg, progress)?;
-        totals.add(&st);
-    }
-    progress.finish();
-    totals.check(dir, &trace)?;
-    let mut diag = trace.diag;
+    let (mut diag, totals) = read(dir, opts, &mut names, &mut fg, progress)?;
     fg.report(&mut diag);
     Ok(FlamegraphOutput {
         folded: fg.folded(&names),
@@ -130,7 +142,7 @@ pub fn perfetto(
         let f = AtomicFile::create(&path).map_err(|e| Error::io(&path, e))?;
         let (st, n, f) = match format {
             Format::Protobuf => {
-                let mut sink = Timeline::new(ProtoEncoder::new(f, clock_ghz));
+                let mut sink = Timeline::new(ProtoEncoder::new(f), clock_ghz);
                 let st = trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?;
                 sink.report(&mut trace.diag);
                 let n = sink.events();
@@ -139,7 +151,7 @@ pub fn perfetto(
             Format::Json => {
                 let enc =
                     JsonEncoder::new(f, &ui.name, clock_ghz).map_err(|e| Error::io(&path, e))?;
-                let mut sink = Timeline::new(enc);
+                let mut sink = Timeline::new(enc, clock_ghz);
                 let st = trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?;
                 sink.report(&mut trace.diag);
                 let n = sink.events();
@@ -179,19 +191,12 @@ pub fn stats(
     opts: &Options,
     progress: &dyn Progress,
 ) -> Result<StatsOutput, Error> {
-    let mut trace = open(dir, opts, progress)?;
     let mut names = Names::default();
     let mut sink = Stats::new();
-    let mut totals = Totals::default();
-    for ui in trace.dir.ui_dirs.clone() {
-        let st = trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?;
-        totals.add(&st);
-    }
-    progress.finish();
-    totals.check(dir, &trace)?;
+    let (diag, totals) = read(dir, opts, &mut names, &mut sink, progress)?;
     Ok(StatsOutput {
         report: sink.report(&names, clock_ghz),
-        diag: trace.diag,
+        diag,
         totals,
     })
 }

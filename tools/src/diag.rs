@@ -85,6 +85,10 @@ pub mod kind {
         "records out of time order in their shader engine's files (put in time order)";
     pub const TOO_LATE: &str =
         "records out of time order by more than the sorting window (used where they fall)";
+    pub const AFTER_END: &str =
+        "records after the end of their wave in occupancy.json (placed at the wave's end)";
+    pub const NO_LENGTH: &str =
+        "waves in occupancy.json with neither an end nor a record (left out: their length is unknown)";
     pub const NORMALISED: &str =
         "code objects whose packed headers att_tool already restored and corrected (not corrected again)";
 }

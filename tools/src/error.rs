@@ -40,7 +40,7 @@ pub enum Error {
     /// A code object file `sqtt-codeobj` could not read (the message names the file).
     #[error("{0}")]
     CodeObject(String),
-    #[error("{}: no ui directory (one holding filenames.json or shaderdata_*.json) found in it or below it: not a rocprofv3 --att output directory", .0.display())]
+    #[error("{}: no ui directory (one holding filenames.json or shaderdata_*.json) found in it or at most {} levels below it (the search goes no deeper): not a rocprofv3 --att output directory, or its ui directories lie deeper (give a directory nearer them)", .0.display(), crate::input::MAX_UI_LEVELS)]
     NotATraceDir(PathBuf),
     #[error("nothing usable: {0}")]
     Unusable(String),

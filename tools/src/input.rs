@@ -44,9 +44,12 @@ pub struct TraceDir {
     pub warnings: Vec<String>,
 }
 
-/// How deep below the given directory ui directories and code objects are looked for
-/// (`DIR/<host>/<pid>/<ui dir>` is 3).
+/// How deep below the given directory ui directories and code objects are looked for: the
+/// directories searched for them are at most this many levels below it.
 const MAX_DEPTH: usize = 6;
+/// How many levels below the given directory a ui directory is found at most
+/// (`DIR/<host>/<pid>/<ui dir>` is 3).
+pub const MAX_UI_LEVELS: usize = MAX_DEPTH + 1;
 
 /// Ui directories and code object files under `dir`, recursively (symbolic links to
 /// directories are not followed).
@@ -574,6 +577,12 @@ pub struct WaveSpan {
 #[inline]
 pub fn slot_key(se: u32, cu: u32, simd: u32, wave: u32) -> u64 {
     (u64::from(se) << 48) | (u64::from(cu) << 24) | (u64::from(simd) << 16) | u64::from(wave)
+}
+
+/// The `(se, cu, simd, wave)` of a [`slot_key`] (of fields in its ranges).
+pub fn slot_fields(key: u64) -> (u32, u32, u32, u32) {
+    let field = |shift: u32, bits: u32| (key >> shift) as u32 & ((1 << bits) - 1);
+    (field(48, 16), field(24, 24), field(16, 8), field(0, 16))
 }
 
 /// The wave spans of every slot, and the dispatch names.

@@ -10,6 +10,7 @@
 pub mod codeobj;
 pub mod commands;
 pub mod diag;
+pub mod diff;
 pub mod engine;
 pub mod error;
 pub mod flamegraph;

@@ -35,6 +35,9 @@ enum Command {
     Stats(StatsArgs),
     /// Address-trace blocks as JSON, or a per-op summary.
     Memory(MemoryArgs),
+    /// Two captures compared per kernel and scope: counts, means, totals, ratio B/A and a
+    /// significance test; optionally a differential flamegraph.
+    Diff(DiffArgs),
     /// The waves of one shader engine's raw thread trace.
     Waves(tt::WavesArgs),
     /// The realtime markers of one shader engine's raw thread trace and the clock they fit.
@@ -64,6 +67,19 @@ struct FuncmapArgs {
 struct Common {
     /// A rocprofv3 --att output directory (or one ui_output_* directory in it).
     dir: PathBuf,
+    #[command(flatten)]
+    read: ReadArgs,
+}
+
+impl Common {
+    fn options(&self) -> Options {
+        self.read.options(&[])
+    }
+}
+
+/// How a capture is read (every command that reads one takes these).
+#[derive(Args)]
+struct ReadArgs {
     /// Demangle C++ names.
     #[arg(long)]
     demangle: bool,
@@ -80,14 +96,55 @@ struct Common {
     code_object: Vec<PathBuf>,
 }
 
-impl Common {
-    fn options(&self) -> Options {
+impl ReadArgs {
+    /// The options, with `more` code objects besides `--code-object`'s.
+    fn options(&self, more: &[PathBuf]) -> Options {
         Options {
             decode_markers: !self.no_decode_markers,
-            code_objects: self.code_object.clone(),
+            code_objects: self.code_object.iter().chain(more).cloned().collect(),
             short_names: self.short_names,
             demangle: self.demangle,
         }
+    }
+}
+
+#[derive(Args)]
+struct DiffArgs {
+    /// The capture before: a rocprofv3 --att output directory (or one ui directory in it).
+    a: PathBuf,
+    /// The capture after.
+    b: PathBuf,
+    #[command(flatten)]
+    read: ReadArgs,
+    /// A code object or executable for A only (repeatable; --code-object serves both).
+    #[arg(long = "code-object-a", value_name = "FILE")]
+    code_object_a: Vec<PathBuf>,
+    /// A code object or executable for B only (repeatable).
+    #[arg(long = "code-object-b", value_name = "FILE")]
+    code_object_b: Vec<PathBuf>,
+    /// Significance level of the test (Welch's t on the per-wave means of each stack).
+    #[arg(long, value_name = "P", default_value_t = sqtt_tools::diff::DEFAULT_ALPHA, value_parser = parse_alpha)]
+    alpha: f64,
+    /// CSV instead of the text table.
+    #[arg(long, conflicts_with = "json")]
+    csv: bool,
+    /// JSON (schema "sqtt-diff", schema_version) instead of the text table.
+    #[arg(long)]
+    json: bool,
+    /// Also write a differential flamegraph SVG here (red: grew, blue: shrank).
+    #[arg(long, value_name = "PATH")]
+    svg: Option<PathBuf>,
+    /// Title of the SVG.
+    #[arg(long, default_value = "SQTT differential flamegraph (A -> B)")]
+    title: String,
+}
+
+fn parse_alpha(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a significance level: give a probability between 0 and 1, e.g. 0.01"
+        )),
     }
 }
 
@@ -251,19 +308,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 &*p,
             )?;
             warn(&r.diag);
-            let text = if a.json {
-                let mut s = serde_json::to_string_pretty(&r.report)?;
-                s.push('\n');
-                s
-            } else if a.csv {
-                sqtt_tools::stats::to_csv(&r.report)
-            } else {
-                sqtt_tools::stats::to_text(&r.report)
-            };
-            let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())?;
-            out.flush()?;
+            use sqtt_tools::stats::{to_csv, to_text};
+            print_report(&r.report, a.json, a.csv, to_csv, to_text)?;
         }
+        Command::Diff(a) => run_diff(&a)?,
         Command::Waves(a) => tt::run_waves(&a, &mut std::io::stdout().lock())?,
         Command::Clock(a) => tt::run_clock(&a, &mut std::io::stdout().lock())?,
         Command::ThreadTrace(a) => tt::run_thread_trace(&a, &mut std::io::stdout().lock())?,
@@ -386,6 +434,57 @@ fn man_page(command: Option<&str>) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     sqtt_codeobj::manpage::render(cmd, &sections, &mut out)?;
     out.flush()?;
+    Ok(())
+}
+
+/// Prints a report on stdout: as JSON, CSV or the text table.
+fn print_report<R: serde::Serialize>(
+    r: &R,
+    json: bool,
+    csv: bool,
+    to_csv: fn(&R) -> String,
+    to_text: fn(&R) -> String,
+) -> anyhow::Result<()> {
+    let text = if json {
+        let mut s = serde_json::to_string_pretty(r)?;
+        s.push('\n');
+        s
+    } else if csv {
+        to_csv(r)
+    } else {
+        to_text(r)
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+fn run_diff(a: &DiffArgs) -> anyhow::Result<()> {
+    let p = progress();
+    let r = sqtt_tools::diff::diff(
+        &a.a,
+        &a.b,
+        &a.read.options(&a.code_object_a),
+        &a.read.options(&a.code_object_b),
+        a.alpha,
+        &*p,
+    )?;
+    for (side, d) in [("A", &r.diag_a), ("B", &r.diag_b)] {
+        for line in d.to_string().lines() {
+            eprintln!("sqtt: {side}: {line}");
+        }
+    }
+    use sqtt_tools::diff::{to_csv, to_text};
+    print_report(&r.report, a.json, a.csv, to_csv, to_text)?;
+    if let Some(svg) = &a.svg {
+        let mut f =
+            AtomicFile::create(svg).with_context(|| format!("cannot create {}", svg.display()))?;
+        sqtt_tools::diff::write_svg(&mut f, &r.folded, &a.title)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", svg.display()))?;
+        f.commit()
+            .with_context(|| format!("cannot write {}", svg.display()))?;
+    }
     Ok(())
 }
 

@@ -99,6 +99,29 @@ pub fn read_file<F: FnMut(&Record)>(path: &Path, f: F) -> Result<ReadStats, Erro
     read_from(reader, path, f)
 }
 
+/// How much of a file [`first_time`] reads.
+const FIRST_TIME_BYTES: u64 = 64 << 10;
+
+/// The time of the first record of `path`, from its first 64 KiB (`None` when the file cannot
+/// be read or holds no record there). A chunk file's first record tells where it belongs among
+/// the chunks of its shader engine, whatever order `filenames.json` lists them in.
+pub fn first_time(path: &Path) -> Option<u64> {
+    use std::io::Read as _;
+    let file = crate::input::open_input(path, crate::input::MAX_STREAMED_JSON, "a shaderdata file")
+        .ok()?;
+    let mut first = None;
+    // The read stops at the byte bound, an error the first record does not depend on.
+    let _ = read_blocks(
+        file.take(FIRST_TIME_BYTES),
+        path,
+        FIRST_TIME_BYTES as usize,
+        |r| {
+            first.get_or_insert(r.time);
+        },
+    );
+    first
+}
+
 /// Like [`read_file`], from any reader.
 ///
 /// A small scanner walks the top-level object (keys and other values go to serde). The rows of

@@ -1,7 +1,7 @@
 //! Argument vectors in, plans out: no process is started and no file is read.
 
 use super::*;
-use crate::args::classify;
+use crate::args::{classify, take_plugin_options};
 
 const HIPCC: &str = "/rocm/bin/hipcc";
 const PLUGIN: &str = "/p/libsqtt_plugin.so";
@@ -14,12 +14,15 @@ const CWD: &str = "/w";
 struct Fixed {
     looked_up: Vec<&'static str>,
     no_plugin: bool,
+    /// Who named the compiler looked up last.
+    named_by: Option<NamedBy>,
 }
 
 impl Toolchain for Fixed {
-    fn compiler(&mut self, configured: Option<&Path>) -> Result<PathBuf, Error> {
+    fn compiler(&mut self, configured: Option<&Configured>) -> Result<PathBuf, Error> {
         self.looked_up.push("compiler");
-        Ok(configured.map_or_else(|| PathBuf::from(HIPCC), Path::to_path_buf))
+        self.named_by = configured.map(|c| c.by.clone());
+        Ok(configured.map_or_else(|| PathBuf::from(HIPCC), |c| c.path.clone()))
     }
     fn plugin(&mut self, _compiler: &Path) -> Result<PathBuf, Error> {
         self.looked_up.push("plugin");
@@ -47,6 +50,8 @@ struct Given<'a> {
     argv: &'a str,
     env: &'a [(&'a str, &'a str)],
     config_file: Option<&'a str>,
+    /// The text of `config_file` (none: the settings do not read it).
+    config_text: Option<&'a str>,
     tools: Fixed,
 }
 
@@ -55,6 +60,7 @@ fn given<'a>(argv: &'a str, env: &'a [(&'a str, &'a str)]) -> Given<'a> {
         argv,
         env,
         config_file: None,
+        config_text: None,
         tools: Fixed::default(),
     }
 }
@@ -70,9 +76,16 @@ impl Given<'_> {
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| v.to_string())
         };
-        let settings = Settings::from_env(get);
+        // As the wrapper gathers them: the plugin options taken out, over the variables.
+        let taken = take_plugin_options(&args).map_err(Error::PluginOption)?;
+        let file = self.config_text.map(|text| sqtt_config::ConfigFile {
+            path: PathBuf::from(self.config_file.unwrap()),
+            text: text.to_string(),
+        });
+        let settings = Settings::from_sources(file.as_ref(), get, |o| taken.value(o));
         let req = Request {
             args: &args,
+            plugin_options: &taken,
             step: &step,
             settings: &settings,
             verbose: verbose_var(&get),
@@ -103,7 +116,7 @@ fn settings() -> Settings {
     Settings::default()
 }
 
-/// What the wrapper adds after the user's arguments, in order.
+/// What the wrapper adds before the user's arguments, in order.
 #[derive(Debug, Clone, Copy)]
 enum Add {
     /// `-Xarch_device -fpass-plugin=P -fplugin=P` and every setting as a plugin option.
@@ -139,11 +152,12 @@ fn added(parts: &[Add]) -> Vec<String> {
     v
 }
 
-/// The arguments after the given ones (which must come first, unchanged).
+/// The arguments before the given ones (which must come last, unchanged).
 fn extra(p: &Plan, argv: &str) -> Vec<String> {
     let given = shell_words::split(argv).unwrap();
-    assert_eq!(p.command.args[..given.len()], given[..], "{argv}");
-    p.command.args[given.len()..].to_vec()
+    let at = p.command.args.len() - given.len();
+    assert_eq!(p.command.args[at..], given[..], "{argv}");
+    p.command.args[..at].to_vec()
 }
 
 fn outputs(names: &[&str]) -> Vec<PathBuf> {
@@ -665,7 +679,7 @@ fn the_trace_says_what_runs() {
         assert!(p.verbose, "{v}");
         assert!(
             p.trace[0].starts_with(
-                "sqtt-hipcc: Compile step, instrumentation on, running /rocm/bin/hipcc -c k.hip \
+                "sqtt-hipcc: Compile step, instrumentation on, running /rocm/bin/hipcc \
                  -Xarch_device"
             ),
             "{:?}",
@@ -729,19 +743,19 @@ fn launcher_plans() {
             "-x hip -c k.hip -o k.o",
             &[Plugin, Include, Define],
             false,
-            &["plugin", "hash", "include"],
+            &["compiler", "plugin", "hash", "include"],
         ),
         (
             "-c k.hip -o k.o",
             &[Plugin, Include, Define],
             false,
-            &["plugin", "hash", "include"],
+            &["compiler", "plugin", "hash", "include"],
         ),
         (
             "-fgpu-rdc -x hip -c k.hip -o k.o",
             &[Plugin, Include, Define],
             true,
-            &["plugin", "hash", "include"],
+            &["compiler", "plugin", "hash", "include"],
         ),
         (
             "-fgpu-rdc --offload-host-only -c k.hip",
@@ -753,13 +767,13 @@ fn launcher_plans() {
             "--hip-link -fgpu-rdc a.o b.o -o app",
             &[RdcLink],
             false,
-            &["plugin"],
+            &["compiler", "plugin"],
         ),
         (
             "-fgpu-rdc -x hip k.hip -o app",
             &[Plugin, RdcLink, Include, Define],
             true,
-            &["plugin", "hash", "include"],
+            &["compiler", "plugin", "hash", "include"],
         ),
         ("a.o b.o -o app", &[], false, &[]),
         // C++ for a plain clang: not HIP, nothing added.
@@ -770,6 +784,7 @@ fn launcher_plans() {
         let mut g = given(argv, &[]);
         let p = g.run(Some("clang++-15")).unwrap();
         assert_eq!(p.command.program, Path::new("clang++-15"), "{argv}");
+        // Before the command's own arguments, as on the wrapper's route.
         assert_eq!(extra(&p, argv), added(add), "{argv}");
         assert_eq!(defers(&p), defer, "{argv}");
         assert_eq!(p.command.env("SQTT_ENABLED"), Some("1"), "{argv}");
@@ -779,7 +794,7 @@ fn launcher_plans() {
         }
         // The build checks what it built (the CMake package's post-build step).
         assert!(!p.wait && p.check.is_none(), "{argv}");
-        // The plugin is looked for through the launched compiler, never hipcc.
+        // The launched compiler is looked up (never hipcc) when its plugin is needed.
         assert_eq!(g.tools.looked_up, want, "{argv}");
     }
     let off = given("-fgpu-rdc a.o -o app", &[("SQTT_ENABLED", "0")])
@@ -815,10 +830,13 @@ fn launcher_plans() {
 fn a_compiler_cache_runs_the_compiler_with_everything_on_its_command_line() {
     let argv = "-x hip -c k.hip -o k.o";
     let given_args = shell_words::split(argv).unwrap();
+    // The compiler, what the wrapper adds, then the user's arguments.
     let after_compiler = |p: &Plan, compiler: &str| {
         assert_eq!(p.command.args[0], compiler, "{p:?}");
-        assert_eq!(p.command.args[1..=given_args.len()], given_args[..]);
-        p.command.args[1 + given_args.len()..].to_vec()
+        let rest = &p.command.args[1..];
+        let at = rest.len() - given_args.len();
+        assert_eq!(rest[at..], given_args[..]);
+        rest[..at].to_vec()
     };
     for (launch, env) in [
         ("ccache clang++", &[][..]),
@@ -882,4 +900,139 @@ fn the_launched_command_splits_off_a_cache() {
     assert_eq!(rest, &v("-c k.hip")[..]);
     assert!(split_launched(&v("ccache")).is_none());
     assert!(split_launched(&[]).is_none());
+}
+
+/// The user's `-mllvm -sqtt-marker-*` (issue 25): taken out of what hipcc gets (lld knows no such
+/// option), its value carried by the settings: on compiles in the wrapper's own plugin options,
+/// on links in the exported variables (the -fgpu-rdc device link reads them).
+#[test]
+fn plugin_options_of_the_user_reach_the_plugin_and_never_lld() {
+    let barrier = "-sqtt-marker-mem-barrier=none";
+    for spelled in [
+        format!("-mllvm {barrier}"),
+        format!("-mllvm={barrier}"),
+        format!("-Xclang -mllvm -Xclang {barrier}"),
+    ] {
+        let argv = format!("-c k.hip {spelled} -o k.o");
+        let p = given(&argv, &[("SQTT_MEM_BARRIER", "asm")]).plan();
+        let given_args: Vec<String> = shell_words::split("-c k.hip -o k.o").unwrap();
+        assert_eq!(
+            p.command.args[p.command.args.len() - 4..],
+            given_args[..],
+            "{argv}"
+        );
+        let at = p
+            .command
+            .args
+            .iter()
+            .position(|a| a == barrier)
+            .expect(&argv);
+        assert_eq!(
+            p.command.args[at - 3..at],
+            ["-Xclang", "-mllvm", "-Xclang"],
+            "{argv}"
+        );
+        assert_eq!(
+            p.command
+                .args
+                .iter()
+                .filter(|a| a.contains("mem-barrier"))
+                .count(),
+            1
+        );
+        assert_eq!(p.command.env("SQTT_MEM_BARRIER"), Some("none"), "{argv}");
+        for link in ["k.o -o app", "-fgpu-rdc k.o -o app"] {
+            let argv = format!("{link} {spelled}");
+            let p = given(&argv, &[]).plan();
+            assert!(
+                !p.command
+                    .args
+                    .iter()
+                    .any(|a| a.contains("sqtt-marker") || a.contains("mllvm")),
+                "{argv}: {:?}",
+                p.command.args
+            );
+            assert_eq!(p.command.env("SQTT_MEM_BARRIER"), Some("none"), "{argv}");
+        }
+    }
+    // Probes and preprocessing get the arguments as given.
+    let p = plan("-### -c k.hip -mllvm -sqtt-marker-mem-barrier=none");
+    assert_eq!(
+        extra(&p, "-### -c k.hip -mllvm -sqtt-marker-mem-barrier=none"),
+        Vec::<String>::new()
+    );
+    // A bad value names the option; an unknown option is an error of its own (exit 2).
+    let e = given("-c k.hip -mllvm -sqtt-marker-mem-barrier=sometimes", &[])
+        .run(None)
+        .unwrap_err();
+    assert!(
+        e.to_string().starts_with(
+            "plugin option -sqtt-marker-mem-barrier has the invalid value \"sometimes\""
+        ),
+        "{e}"
+    );
+    let e = given("-c k.hip -mllvm -sqtt-marker-mem=none", &[])
+        .run(None)
+        .unwrap_err();
+    assert!(matches!(e, Error::PluginOption(_)), "{e:?}");
+    assert_eq!(e.exit_code(), 2);
+    // --sqtt-launch: taken out too, the value exported.
+    let p = given(
+        "-x hip -c k.hip -mllvm -sqtt-marker-scope-cu=-1 -o k.o",
+        &[],
+    )
+    .run(Some("clang++"))
+    .unwrap();
+    let added = extra(&p, "-x hip -c k.hip -o k.o");
+    assert!(
+        added.contains(&"-sqtt-marker-scope-cu=0xFFFFFFFF".to_string()),
+        "{added:?}"
+    );
+    assert_eq!(p.command.env("SQTT_SCOPE_CU"), Some("0xFFFFFFFF"));
+}
+
+/// The wrapper's arguments come before the user's, so a user option left without its value
+/// (a trailing `-o`) cannot take one of them: hipcc reports it as without the wrapper.
+#[test]
+fn no_argument_of_the_wrapper_can_become_the_value_of_a_user_option() {
+    for argv in [
+        "-c k.hip -o",
+        "k.hip -o",
+        "-fgpu-rdc k.o -o",
+        "-c k.hip -MF",
+        "-c k.hip -Xclang",
+    ] {
+        let p = plan(argv);
+        let given_args = shell_words::split(argv).unwrap();
+        assert_eq!(p.command.args.last(), given_args.last(), "{argv}");
+        assert!(!extra(&p, argv).is_empty(), "{argv}");
+    }
+}
+
+/// A hipcc that cannot run is blamed on who named it: the variable, or the key of the file.
+#[test]
+fn the_configured_hipcc_is_named_with_where_it_was_set() {
+    let mut g = given("-c k.hip", &[]);
+    g.config_file = Some("/src/sqtt.toml");
+    g.config_text = Some("hipcc = \"/opt/x/hipcc\"\n");
+    let p = g.plan();
+    assert_eq!(p.command.program, Path::new("/opt/x/hipcc"));
+    assert_eq!(
+        g.tools.named_by,
+        Some(NamedBy::Setting(Origin::File {
+            path: "/src/sqtt.toml".into(),
+            key: "hipcc".into()
+        }))
+    );
+    for argv in ["-c k.hip", "-v"] {
+        let mut g = given(argv, &[("SQTT_HIPCC", "/y/hipcc")]);
+        g.config_file = Some("/src/sqtt.toml");
+        g.config_text = Some("hipcc = \"/opt/x/hipcc\"\n");
+        assert_eq!(g.plan().command.program, Path::new("/y/hipcc"), "{argv}");
+        assert_eq!(
+            g.tools.named_by,
+            Some(NamedBy::Setting(Origin::Env("SQTT_HIPCC"))),
+            "{argv}"
+        );
+    }
 }
