@@ -17,13 +17,14 @@
 //! The funcmap is parsed and validated by `sqtt-markers` (one parser for the format). The
 //! [`table`] module renders the funcmap table (docs/driver.md, `--check`), [`report`] holds the
 //! versioned JSON report types and [`require`] the `--require KIND:GLOB` assertions, so the trace
-//! tools reuse all of it.
+//! tools reuse all of it; [`cost`] reads what each kernel costs (`--check --cost`).
 
 use std::path::Path;
 
 mod archive;
 pub mod bundle;
 pub mod check;
+pub mod cost;
 mod elf;
 pub mod file;
 pub mod glob;
@@ -174,6 +175,8 @@ pub struct CodeObject {
     pub symbols: Vec<Symbol>,
     /// Size of the code object (or bitcode) in bytes.
     pub size: u64,
+    /// What its metadata and code say about each kernel's cost (empty for bitcode).
+    pub code: cost::CodeFacts,
 }
 
 impl CodeObject {
@@ -222,6 +225,22 @@ pub fn read_path(path: &Path) -> Result<Vec<CodeObject>, Error> {
     let head = file::read_at(&file, 0, 64).map_err(io)?;
     if !is_known_format(&head) {
         return Err(Error::Unrecognised { origin });
+    }
+    if head.starts_with(b"\x7fELF") && !elf::is_amdgpu(&head) {
+        // A host binary: only its headers and device sections are read, whatever its size.
+        let mut out = Vec::new();
+        elf::read_host_file(&file, len, &head, &origin, &mut out)?;
+        return Ok(out);
+    }
+    if head.starts_with(b"\x7fELF") && len > bundle::MAX_CODE_OBJECT_BYTES {
+        return Err(Error::corrupt(
+            &origin,
+            0,
+            format!(
+                "a code object of {len} bytes; at most {} are read",
+                bundle::MAX_CODE_OBJECT_BYTES
+            ),
+        ));
     }
     if len > MAX_FILE_BYTES {
         return Err(io(std::io::Error::new(

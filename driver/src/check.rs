@@ -1,6 +1,6 @@
-//! `sqtt-hipcc --check FILE... [--demangle] [--json] [--require KIND:GLOB]... [--arch GFX]`: the
-//! options and their errors here; the check itself is `sqtt_codeobj::check`, which `sqtt funcmap`
-//! runs too.
+//! `sqtt-hipcc --check FILE... [--demangle] [--json] [--require KIND:GLOB]... [--arch GFX]
+//! [--cost [--baseline PLAIN]... [--max-*]]`: the options and their errors here; the check itself
+//! is `sqtt_codeobj::check`, which `sqtt funcmap` runs too.
 //!
 //! Exit status: 0 every selected code object has a valid funcmap (or is not yet linked) and every
 //! requirement is met; 1 a funcmap is missing or invalid, a file holds no (selected) code object
@@ -8,10 +8,11 @@
 //! `--require`, no file, a file that cannot be opened).
 
 use sqtt_codeobj::check::{self, CheckArgs, CheckOptions};
+use sqtt_config::output::stderr_line;
 
 fn usage(msg: &str) -> i32 {
-    eprintln!("sqtt-hipcc --check: error: {msg}");
-    eprintln!("run `sqtt-hipcc --check --help` for the options");
+    stderr_line(format_args!("sqtt-hipcc --check: error: {msg}"));
+    stderr_line("run `sqtt-hipcc --check --help` for the options");
     2
 }
 
@@ -89,15 +90,86 @@ pub fn main(args: &[String]) -> i32 {
     let o = match parse(args) {
         Ok(Some(o)) => o,
         Ok(None) => {
-            print!("{}", help());
-            return 0;
+            return match sqtt_config::output::print(&help()) {
+                Ok(()) => 0,
+                Err(e) if sqtt_config::output::is_broken_pipe(&e) => 0,
+                Err(e) => {
+                    stderr_line(format_args!("sqtt-hipcc --check: error: {e}"));
+                    1
+                }
+            };
         }
         Err(e) => return usage(&e),
     };
     check::run(
         &o,
         "sqtt-hipcc --check",
-        &mut std::io::stdout().lock(),
+        &mut sqtt_config::output::stdout(),
         &mut std::io::stderr().lock(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Result<Option<CheckOptions>, String> {
+        parse(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn cost_options_and_their_errors() {
+        let o = args(&[
+            "--cost",
+            "--baseline",
+            "plain",
+            "--max-occupancy-drop",
+            "1",
+            "--max-added-vgprs",
+            "8",
+            "--max-code-growth",
+            "2.5",
+            "app",
+        ])
+        .unwrap()
+        .unwrap();
+        assert!(o.cost && !o.csv);
+        assert_eq!(o.baselines, ["plain"]);
+        assert_eq!(o.limits.max_occupancy_drop, Some(1));
+        assert_eq!(o.limits.max_added_vgprs, Some(8));
+        assert_eq!(o.limits.max_code_growth_pct, Some(2.5));
+
+        let err = |a: &[&str]| args(a).err().unwrap_or_else(|| panic!("{a:?} accepted"));
+        assert!(err(&["--baseline", "p", "app"]).contains("--baseline needs --cost"));
+        assert!(err(&["--csv", "app"]).contains("--csv needs --cost"));
+        assert!(
+            err(&["--cost", "--max-added-vgprs", "4", "app"]).contains("needs --baseline PLAIN")
+        );
+        let e = err(&[
+            "--cost",
+            "--baseline",
+            "p",
+            "--max-occupancy-drop",
+            "-1",
+            "app",
+        ]);
+        assert!(
+            e.contains("--max-occupancy-drop \"-1\"") && e.contains("whole number"),
+            "{e}"
+        );
+        let e = err(&[
+            "--cost",
+            "--baseline",
+            "p",
+            "--max-code-growth",
+            "inf",
+            "app",
+        ]);
+        assert!(e.contains("--max-code-growth"), "{e}");
+        let e = err(&["--cost", "--baseline", "p", "--max-added-vgprs", "x", "app"]);
+        assert!(e.contains("\"x\""), "{e}");
+        let e = err(&["--cost", "--baseline", "p", "a", "b"]);
+        assert!(e.contains("one baseline per FILE"), "{e}");
+        assert!(err(&["--cost", "--csv", "--json", "app"]).contains("choose one"));
+    }
 }

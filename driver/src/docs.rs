@@ -14,8 +14,10 @@ pub fn completions(shell: &str) -> Result<(), Error> {
         .parse()
         .map_err(|_| Error::UnknownShell(shell.to_string()))?;
     let mut cmd = crate::own::command();
-    clap_complete::generate(sh, &mut cmd, "sqtt-hipcc", &mut std::io::stdout());
-    Ok(())
+    // Into memory first: clap_complete panics when its writer fails.
+    let mut script = Vec::new();
+    clap_complete::generate(sh, &mut cmd, "sqtt-hipcc", &mut script);
+    crate::wrap::print(&String::from_utf8_lossy(&script))
 }
 
 /// The variables sqtt-hipcc reads beside the settings' (`SQTT_*` rows of sqtt-config's table).
@@ -142,5 +144,7 @@ pub fn man(which: Option<&str>) -> Result<(), Error> {
         ),
         Some(other) => return Err(Error::UnknownManPage(other.to_string())),
     };
-    sqtt_codeobj::manpage::render(cmd, &sections, &mut std::io::stdout()).map_err(Error::ManPage)
+    let mut page = Vec::new();
+    sqtt_codeobj::manpage::render(cmd, &sections, &mut page).map_err(Error::Stdout)?;
+    crate::wrap::print(&String::from_utf8_lossy(&page))
 }

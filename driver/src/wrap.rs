@@ -2,7 +2,6 @@
 //! carry the plan out: run hipcc through a [`Launcher`], check its outputs.
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use sqtt_codeobj::FuncmapState;
@@ -32,7 +31,7 @@ fn working_directory() -> Result<PathBuf, Error> {
 fn configuration(own: &OwnOptions, cwd: &Path) -> Located {
     let located = sqtt_config::locate_config(own.config.as_deref(), cwd, &env_string);
     for ignored in &located.ignored {
-        eprintln!("sqtt-hipcc: warning: {ignored}");
+        sqtt_config::output::stderr_line(format_args!("sqtt-hipcc: warning: {ignored}"));
     }
     located
 }
@@ -60,11 +59,14 @@ fn configured_hipcc(settings: &Settings, located: &Located) -> Option<Configured
 pub fn main(argv: Vec<String>, launcher: &mut dyn Launcher) -> Result<Status, Error> {
     let (own, args) = split_own(&argv)?;
     if own.help {
-        print!("{}", crate::own::help());
+        print(&crate::own::help())?;
     } else if own.version {
-        println!("{}", env!("CARGO_PKG_VERSION"));
+        print(&format!("{}\n", env!("CARGO_PKG_VERSION")))?;
     } else if own.include_dir {
-        println!("{}", locate::markers_include_dir(&getenv)?.display());
+        print(&format!(
+            "{}\n",
+            locate::markers_include_dir(&getenv)?.display()
+        ))?;
     } else if own.toolchain {
         print_toolchain(&own, launcher)?;
     } else if let Some(shell) = &own.completions {
@@ -107,7 +109,7 @@ pub fn main(argv: Vec<String>, launcher: &mut dyn Launcher) -> Result<Status, Er
 pub fn execute(plan: &Plan, launcher: &mut dyn Launcher) -> Result<Status, Error> {
     init_trace(plan.verbose);
     for note in &plan.notes {
-        eprintln!("{note}");
+        sqtt_config::output::stderr_line(note);
     }
     if plan.verbose {
         for line in &plan.trace {
@@ -134,7 +136,7 @@ pub fn execute(plan: &Plan, launcher: &mut dyn Launcher) -> Result<Status, Error
         add_dep_file_inputs(dep)?;
     }
     if let Some(settings_line) = &plan.identity {
-        print_plugin_identity(&plan.command.program, settings_line, launcher);
+        print_plugin_identity(&plan.command.program, settings_line, launcher)?;
     }
     Ok(status)
 }
@@ -271,8 +273,13 @@ fn print_flags(
             .collect::<Vec<_>>()
             .join(";"),
     };
-    println!("{line}");
-    Ok(())
+    print(&format!("{line}\n"))
+}
+
+/// Prints the text of an own option on stdout; a write error (a full disk) is
+/// [`Error::Stdout`], a closed pipe too (`main` ends quietly on that).
+pub fn print(text: &str) -> Result<(), Error> {
+    sqtt_config::output::print(text).map_err(Error::Stdout)
 }
 
 /// A word as a POSIX shell reads it back: as it is when nothing in it is special to a shell (so
@@ -393,14 +400,14 @@ fn print_toolchain(own: &OwnOptions, launcher: &mut dyn Launcher) -> Result<(), 
             .and_then(|i| i.llvm_major)
             .is_some_and(|m| m == major)
     });
-    let mut out = std::io::stdout().lock();
     let show_path = |p: Option<&Path>| p.map_or(String::new(), |p| p.display().to_string());
-    let _ = writeln!(out, "hipcc={}", hipcc.display());
-    let _ = writeln!(out, "llvm_major={major}");
-    let _ = writeln!(out, "llvm_dir={}", show_path(llvm_dir.as_deref()));
-    let _ = writeln!(out, "plugin_feature={}", locate::plugin_feature(major));
-    let _ = writeln!(out, "plugin={}", show_path(plugin.as_deref()));
-    Ok(())
+    print(&format!(
+        "hipcc={}\nllvm_major={major}\nllvm_dir={}\nplugin_feature={}\nplugin={}\n",
+        hipcc.display(),
+        show_path(llvm_dir.as_deref()),
+        locate::plugin_feature(major),
+        show_path(plugin.as_deref())
+    ))
 }
 
 /// Adds the sqtt.toml in effect and the plugin to the first rule of the dependency file, so
@@ -511,7 +518,11 @@ fn outputs_written(
 }
 
 /// `--version`'s two lines after hipcc's: the plugin (path and content hash) and the settings.
-fn print_plugin_identity(hipcc: &Path, settings_line: &str, launcher: &mut dyn Launcher) {
+fn print_plugin_identity(
+    hipcc: &Path,
+    settings_line: &str,
+    launcher: &mut dyn Launcher,
+) -> Result<(), Error> {
     let major = locate::hipcc_clang_major(hipcc, &getenv, launcher).ok();
     let line = match locate::find_plugin(&getenv, major) {
         Ok(p) => match locate::plugin_info_cached(&p, &getenv) {
@@ -529,10 +540,7 @@ fn print_plugin_identity(hipcc: &Path, settings_line: &str, launcher: &mut dyn L
         },
         Err(_) => format!("sqtt-hipcc {}: plugin not found", env!("CARGO_PKG_VERSION")),
     };
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = writeln!(out, "{settings_line}");
-    let _ = out.flush();
+    print(&format!("{line}\n{settings_line}\n"))
 }
 
 /// Checks the funcmaps of the device code a successful step wrote; a rejected output is moved
