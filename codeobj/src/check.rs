@@ -21,6 +21,25 @@ use crate::table::render_code_object;
 use crate::{CodeObject, Error, FuncmapState};
 use sqtt_config::output::printable;
 
+/// The exit statuses of the check (both binaries' help and man pages).
+pub const EXIT_STATUS: &[(&str, &str)] = &[
+    (
+        "0",
+        "every selected code object has a valid funcmap (or is not yet linked) and every \
+         requirement is met",
+    ),
+    (
+        "1",
+        "a funcmap is missing or invalid, a requirement is missing, a file holds no (selected) \
+         code object, a file is corrupt, or (--cost) a kernel is over a --max-* limit",
+    ),
+    (
+        "2",
+        "a usage error: an unknown option, a malformed --require, no FILE, a file that cannot \
+         be opened",
+    ),
+];
+
 /// What to check and how to print it.
 #[derive(Debug, Default)]
 pub struct CheckOptions {

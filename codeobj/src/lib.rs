@@ -28,6 +28,8 @@ pub mod cost;
 mod elf;
 pub mod file;
 pub mod glob;
+#[cfg(feature = "cli")]
+pub mod manpage;
 pub mod report;
 pub mod require;
 pub mod table;

@@ -38,6 +38,8 @@ pub mod var {
     pub const HIPCC: &str = setting::HIPCC.var;
     /// Driver only: print what the wrapper does on stderr.
     pub const VERBOSE: &str = setting::VERBOSE.var;
+    /// Driver only: run hipcc under this compiler cache.
+    pub const CCACHE: &str = setting::CCACHE.var;
     /// Driver only: path of sqtt.toml.
     pub const CONFIG: &str = "SQTT_CONFIG";
     /// Directories whose `sqtt.toml` is used whoever owns it (`:`-separated; `DIR/*`, `*`).
@@ -194,6 +196,9 @@ pub struct Settings {
     pub hipcc: Option<PathBuf>,
     /// Driver only: say what the wrapper does on stderr.
     pub verbose: bool,
+    /// Driver only: the compiler cache hipcc runs under (`ccache` key, `SQTT_CCACHE`): a path,
+    /// or a name looked up on PATH.
+    pub ccache: Option<PathBuf>,
 }
 
 impl Default for Settings {
@@ -210,6 +215,7 @@ impl Default for Settings {
             scope: Scope::default(),
             hipcc: None,
             verbose: false,
+            ccache: None,
         }
     }
 }

@@ -71,6 +71,8 @@ pub enum Toml {
     Bool,
     /// A string.
     Path,
+    /// `true`/`false`, the integers 0 and 1, or a string: the variable's words or a path.
+    BoolOrPath,
     /// A non-negative integer, or a string.
     IntOrString,
     /// A non-negative integer only.
@@ -242,6 +244,28 @@ settings! {
         doc: "Print what sqtt-hipcc does on stderr (also --sqtt-verbose).",
         set: |s, v| parse_bool(v).map(|b| s.verbose = b),
         get: |s| u8::from(s.verbose).to_string(),
+    };
+    CCACHE = Setting {
+        var: "SQTT_CCACHE",
+        key: "ccache",
+        option: None,
+        values: "0|1|path",
+        forms: "0, 1, true, false, on, off, yes or no, or the path of ccache (a name without a / \
+                is looked up on PATH)",
+        toml: Toml::BoolOrPath,
+        doc: "Run hipcc under ccache (sqtt-hipcc -> ccache -> hipcc): ccache then hashes the \
+              plugin, its content hash and every setting, all on hipcc's command line, so a \
+              changed setting or plugin misses and the same ones hit, with ccache's default \
+              configuration. 1: the ccache on PATH; or its path. The recommended way to use \
+              ccache (`ccache sqtt-hipcc` hashes none of them).",
+        set: |s, v| {
+            s.ccache = match parse_bool(v) {
+                Some(on) => on.then(|| PathBuf::from("ccache")),
+                None => Some(PathBuf::from(v.trim())),
+            };
+            Some(())
+        },
+        get: |s| s.ccache.as_ref().map_or_else(|| "0".into(), |p| p.display().to_string()),
     };
     SCOPE_WAVE = Setting {
         var: "SQTT_SCOPE_WAVE",

@@ -455,7 +455,7 @@ fn every_instrumentation_setting_has_a_plugin_option_named_as_amds_pass_names_it
             Some(o) => assert_eq!(o, expected),
             // The wrapper's own settings: the plugin does not act on them.
             None => assert!(
-                ["enabled", "hipcc", "verbose"].contains(&row.key),
+                ["enabled", "hipcc", "verbose", "ccache"].contains(&row.key),
                 "{row:?}"
             ),
         }
@@ -594,7 +594,7 @@ fn every_row_is_named_once_and_reads_back_its_own_text() {
 fn every_row_refuses_bad_values_by_name_in_every_place() {
     for row in SETTINGS {
         // Any text is a path.
-        if row.toml != setting::Toml::Path {
+        if !matches!(row.toml, setting::Toml::Path | setting::Toml::BoolOrPath) {
             let err = Settings::from_env(env(&[(row.var, "\u{1}bad")])).unwrap_err();
             assert!(err.to_string().contains(row.var), "{err}");
             assert!(err.to_string().contains(row.forms), "{err}");
@@ -676,6 +676,45 @@ fn a_generated_table_replaces_only_the_text_between_its_marker_lines() {
     );
     assert!(g.apply("no markers\n").is_none());
     assert!(g.apply(&format!("{}\nno end\n", docs::BEGIN)).is_none());
+}
+
+/// `ccache`: a switch (the ccache on PATH) or a path, in the variable and the file alike.
+#[test]
+fn ccache_is_a_switch_or_a_path() {
+    let from_env = |v: &str| {
+        Settings::from_env(env(&[("SQTT_CCACHE", v)]))
+            .unwrap()
+            .ccache
+    };
+    assert_eq!(from_env("1"), Some(PathBuf::from("ccache")));
+    assert_eq!(from_env(" yes "), Some(PathBuf::from("ccache")));
+    assert_eq!(from_env("off"), None);
+    assert_eq!(
+        from_env("/opt/cc/bin/ccache"),
+        Some(PathBuf::from("/opt/cc/bin/ccache"))
+    );
+    assert_eq!(Settings::default().ccache, None);
+    let from_toml = |t: &str| Settings::from_toml_str(t, &p());
+    assert_eq!(
+        from_toml("ccache = true\n").unwrap().ccache,
+        Some(PathBuf::from("ccache"))
+    );
+    assert_eq!(from_toml("ccache = 0\n").unwrap().ccache, None);
+    assert_eq!(
+        from_toml("ccache = \"/usr/lib/ccache/bin/ccache\"\n")
+            .unwrap()
+            .ccache,
+        Some(PathBuf::from("/usr/lib/ccache/bin/ccache"))
+    );
+    let e = from_toml("ccache = 2\n").unwrap_err().to_string();
+    assert!(
+        e.contains("key `ccache`") && e.contains("a path string"),
+        "{e}"
+    );
+    // The wrapper's alone: not exported, no plugin option, not in the settings' fingerprint.
+    let on = Settings::from_env(env(&[("SQTT_CCACHE", "1")])).unwrap();
+    assert_eq!(on.fingerprint(), Settings::default().fingerprint());
+    assert!(!on.to_env().iter().any(|(k, _)| *k == "SQTT_CCACHE"));
 }
 
 #[test]

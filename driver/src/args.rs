@@ -40,6 +40,9 @@ pub struct Classified {
     pub host_only: bool,
     pub device_only: bool,
     pub rdc: bool,
+    /// A source is HIP (or CUDA) for a plain clang: `-x hip`, or a `.hip`/`.cu` file (hipcc
+    /// compiles every source as HIP).
+    pub hip: bool,
     /// `--version` (hipcc's own version line plus the plugin's).
     pub version: bool,
     /// `-v` (verbose).
@@ -242,6 +245,17 @@ fn is_source(p: &str) -> bool {
         .extension()
         .map(|e| SOURCE_EXT.contains(&e.to_string_lossy().as_ref()))
         .unwrap_or(false)
+}
+
+/// `-x hip`, `-x cuda` (and their preprocessed forms).
+fn is_hip_language(l: &str) -> bool {
+    l.starts_with("hip") || l.starts_with("cuda")
+}
+
+fn is_hip_source(p: &str) -> bool {
+    Path::new(p)
+        .extension()
+        .is_some_and(|e| e == "hip" || e == "cu")
 }
 
 /// How deep `@file`s may name other `@file`s.
@@ -530,6 +544,7 @@ pub fn classify(args: &[String]) -> Classified {
         host_only: false,
         device_only: false,
         rdc: false,
+        hip: false,
         version: false,
         verbose: false,
     };
@@ -542,6 +557,10 @@ pub fn classify(args: &[String]) -> Classified {
         i += 1;
         if !a.starts_with('-') {
             if language.as_deref().is_some_and(|l| l != "none") || is_source(a) {
+                c.hip |= match language.as_deref() {
+                    Some("none") | None => is_hip_source(a),
+                    Some(l) => is_hip_language(l),
+                };
                 c.sources.push(PathBuf::from(a));
             } else {
                 // Objects, libraries and unknown file kinds: linker inputs, as for clang.
@@ -579,6 +598,7 @@ pub fn classify(args: &[String]) -> Classified {
             Effect::Language => language = value.map(str::to_string),
             Effect::Stdin => {
                 if language.is_some() {
+                    c.hip |= language.as_deref().is_some_and(is_hip_language);
                     c.sources.push(PathBuf::from("-"));
                 }
             }
@@ -606,6 +626,25 @@ mod tests {
 
     fn cl(s: &str) -> Classified {
         classify(&shell_words::split(s).unwrap())
+    }
+
+    /// What a plain clang compiles as HIP: `-x hip` (or cuda), or a .hip/.cu source.
+    #[test]
+    fn hip_sources() {
+        for (argv, hip) in [
+            ("-x hip -c k.cpp", true),
+            ("-xhip -c k.cpp", true),
+            ("-x cuda -c k.cpp", true),
+            ("-c k.hip", true),
+            ("-c k.cu -o k.o", true),
+            ("-c k.cpp", false),
+            ("-x c++ -c k.hip", false),
+            ("-x none -c k.hip", true),
+            ("-x hip -", true),
+            ("k.o -o app", false),
+        ] {
+            assert_eq!(cl(argv).hip, hip, "{argv}");
+        }
     }
 
     #[test]

@@ -10,39 +10,6 @@
 use sqtt_codeobj::check::{self, CheckArgs, CheckOptions};
 use sqtt_config::output::stderr_line;
 
-pub const HELP: &str = "\
-usage: sqtt-hipcc --check [OPTIONS] FILE...
-
-Prints the .sqtt_funcmap of every code object in FILE (executable, shared library, .o, bare code
-object, offload bundle, CCOB bundle) and checks it.
-
-  --demangle           demangle C++ names in the table
-  --json               print a JSON report (schema: docs/check-json.md) instead of the tables
-  --require KIND:GLOB  require a funcmap row of KIND whose mangled or demangled name matches GLOB
-                       in every selected code object; KIND: kernel, function, user, point,
-                       barrier, memory, address, any (repeatable)
-  --arch GFX           check only code objects of this processor (e.g. gfx90a)
-  --quiet              one summary line per code object instead of the tables
-  --skip-non-amdgpu    skip (with a note) files that hold no AMDGPU code: directories, scripts,
-                       empty files, host-only binaries (so `--check build/bin/*` works)
-  --help               this text
-
-What each kernel costs (schema of --json: docs/check-json.md, section The cost report):
-  --cost               per kernel (its callees counted in): SGPRs, VGPRs, AGPRs, scratch and LDS
-                       bytes, occupancy in waves per SIMD, instructions, code bytes, trace
-                       instructions and the markers they write, instead of the funcmap tables
-  --baseline PLAIN     the same program built without instrumentation (one per FILE, in order):
-                       its figures and the difference per kernel
-  --max-occupancy-drop N, --max-added-vgprs N, --max-code-growth PCT
-                       with --baseline: exit 1, naming the kernel and the limit, when a kernel
-                       loses more than N waves per SIMD, gains more than N VGPRs, or its code
-                       grows more than PCT percent
-  --csv                with --cost: one CSV row per kernel instead of the table
-
-Exit status: 0 all valid and all requirements met, 1 a check failed (with --cost: a limit
-exceeded), 2 usage error.
-";
-
 fn usage(msg: &str) -> i32 {
     stderr_line(format_args!("sqtt-hipcc --check: error: {msg}"));
     stderr_line("run `sqtt-hipcc --check --help` for the options");
@@ -52,9 +19,9 @@ fn usage(msg: &str) -> i32 {
 /// `--check`'s options as a clap command (also the source of the completions and man page).
 pub fn command() -> clap::Command {
     use clap::{Arg, ArgAction, Args, Command};
+    // The about after augment_args, which sets CheckArgs' own doc comment as the command's.
     CheckArgs::augment_args(
         Command::new("sqtt-hipcc --check")
-            .about("Print and check the .sqtt_funcmap of every code object in FILE")
             .disable_help_flag(true)
             .disable_version_flag(true)
             .arg(
@@ -65,6 +32,23 @@ pub fn command() -> clap::Command {
                     .help("this text"),
             ),
     )
+    .about("Print and check the .sqtt_funcmap of every code object in FILE")
+    .override_usage("sqtt-hipcc --check [OPTIONS] FILE...")
+    .after_help(exit_statuses())
+}
+
+/// The check's exit statuses, for `--check --help`.
+fn exit_statuses() -> String {
+    let mut text = String::from("Exit status:");
+    for (status, meaning) in check::EXIT_STATUS {
+        text.push_str(&format!("\n  {status}  {meaning}"));
+    }
+    text
+}
+
+/// `--check --help`: made from the clap command, as the man page is.
+fn help() -> String {
+    command().render_help().to_string()
 }
 
 fn parse(args: &[String]) -> Result<Option<CheckOptions>, String> {
@@ -106,7 +90,7 @@ pub fn main(args: &[String]) -> i32 {
     let o = match parse(args) {
         Ok(Some(o)) => o,
         Ok(None) => {
-            return match sqtt_config::output::print(HELP) {
+            return match sqtt_config::output::print(&help()) {
                 Ok(()) => 0,
                 Err(e) if sqtt_config::output::is_broken_pipe(&e) => 0,
                 Err(e) => {

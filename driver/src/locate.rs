@@ -213,7 +213,7 @@ pub fn find_plugin(
     let existing: Vec<&PathBuf> = cands.iter().filter(|p| p.is_file()).collect();
     let matching = existing.iter().find(|p| {
         major.is_none()
-            || plugin_info(p)
+            || plugin_info_cached(p, getenv)
                 .ok()
                 .and_then(|i| i.llvm_major)
                 .is_some_and(|m| Some(m) == major)
@@ -245,15 +245,17 @@ pub fn find_plugin(
     )))
 }
 
-/// What the plugin says about itself.
+/// What the plugin says about itself, and its content hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginInfo {
     pub version: Option<String>,
     pub llvm_major: Option<u32>,
+    /// The first 16 hex digits of the file's SHA-256.
+    pub sha256: String,
 }
 
 /// Reads `.sqtt_plugin_info` (`sqtt-plugin;version=X.Y.Z;llvm_major=N`), or else the LLVM major
-/// of a `libLLVM-N.so` the plugin needs.
+/// of a `libLLVM-N.so` the plugin needs, and hashes the file.
 pub fn plugin_info(path: &Path) -> Result<PluginInfo, Error> {
     let read_err = |source| Error::PluginUnreadable {
         path: path.to_path_buf(),
@@ -268,6 +270,7 @@ pub fn plugin_info(path: &Path) -> Result<PluginInfo, Error> {
     let mut info = PluginInfo {
         version: None,
         llvm_major: None,
+        sha256: hex16(&Sha256::digest(&*data)),
     };
     if let Some(text) = file
         .section_by_name(".sqtt_plugin_info")
@@ -299,10 +302,59 @@ pub fn plugin_info(path: &Path) -> Result<PluginInfo, Error> {
     Ok(info)
 }
 
-/// First 16 hex digits of the SHA-256 of a file.
-pub fn content_hash(path: &Path) -> std::io::Result<String> {
-    let data = std::fs::read(path)?;
-    Ok(hex16(&Sha256::digest(&data)))
+/// [`plugin_info`], remembered in the cache directory by the file's identity: its path, device,
+/// inode, size, modification and change times. Writing or replacing the file changes its change
+/// time (which no tool sets back), so a rebuilt plugin is read again, and a compile reads a few
+/// bytes instead of the whole plugin.
+pub fn plugin_info_cached(
+    path: &Path,
+    getenv: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<PluginInfo, Error> {
+    use std::os::unix::fs::MetadataExt;
+    let real = canon(path);
+    let Ok(m) = std::fs::metadata(&real) else {
+        return plugin_info(path);
+    };
+    let key = format!(
+        "{}\n{} {} {} {}.{} {}.{}\n",
+        real.display(),
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec()
+    );
+    let file =
+        cache_dir(getenv)?.join(format!("plugin-{}", hex16(&Sha256::digest(key.as_bytes()))));
+    // Only a file of the user's own (the cache's trust rule) is believed.
+    let cached = own_file(&file, trust::current_uid())
+        .then(|| std::fs::read_to_string(&file).ok())
+        .flatten();
+    if let Some(text) = cached {
+        let field = |k: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(k))
+                .map(str::to_string)
+        };
+        if let Some(sha256) = field("sha256=").filter(|h| h.len() == 16) {
+            return Ok(PluginInfo {
+                version: field("version=").filter(|v| !v.is_empty()),
+                llvm_major: field("llvm_major=").and_then(|n| n.parse().ok()),
+                sha256,
+            });
+        }
+    }
+    let info = plugin_info(path)?;
+    let text = format!(
+        "version={}\nllvm_major={}\nsha256={}\n",
+        info.version.as_deref().unwrap_or(""),
+        info.llvm_major.map(|n| n.to_string()).unwrap_or_default(),
+        info.sha256
+    );
+    let _ = ensure_file(&file, text.as_bytes());
+    Ok(info)
 }
 
 fn hex16(d: &[u8]) -> String {
@@ -578,10 +630,15 @@ fn ensure_own_dir(dir: &Path, me: u32) -> std::io::Result<()> {
 }
 
 /// The directory holding this build's device headers (markers.hpp and
-/// amd_sqtt_marker/sqtt_marker.h): `<cache>/include-<sha256 prefix>/`, content addressed (so
-/// several versions of sqtt-hipcc never disagree). Every header is compared with the text this
-/// build carries and rewritten when it differs, so nothing else is ever included in its place.
+/// amd_sqtt_marker/sqtt_marker.h): the installed ones (`PREFIX/include/sqtt-hipcc/` beside
+/// `PREFIX/bin/sqtt-hipcc`) when they hold exactly this build's text, else
+/// `<cache>/include-<sha256 prefix>/`, content addressed (so several versions of sqtt-hipcc never
+/// disagree). Every header is compared with the text this build carries (and the cache's
+/// rewritten when it differs), so nothing else is ever included in its place.
 pub fn markers_include_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf, Error> {
+    if let Some(dir) = installed_include_dir() {
+        return Ok(dir);
+    }
     let mut hash = Sha256::new();
     for (rel, text) in sqtt_markers::HEADERS {
         hash.update(rel.as_bytes());
@@ -599,6 +656,30 @@ pub fn markers_include_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<
         })?;
     }
     Ok(dir)
+}
+
+/// `PREFIX/include/sqtt-hipcc/` of the install this executable belongs to, when it holds exactly
+/// the headers this build carries (an older install's would not match its plugin).
+fn installed_include_dir() -> Option<PathBuf> {
+    let exe = canon(&std::env::current_exe().ok()?);
+    let dir = canon(&exe.parent()?.join("../include/sqtt-hipcc"));
+    sqtt_markers::HEADERS
+        .iter()
+        .all(|(rel, text)| std::fs::read(dir.join(rel)).is_ok_and(|d| d == text.as_bytes()))
+        .then_some(dir)
+}
+
+/// The compiler cache the `ccache` setting names: a bare name is looked up on PATH.
+pub fn find_cache(
+    configured: &Path,
+    getenv: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<PathBuf, Error> {
+    let found = if configured.components().count() == 1 {
+        search_path(configured.as_os_str(), getenv, &|_| true)
+    } else {
+        Some(configured.to_path_buf()).filter(|p| is_executable(p))
+    };
+    found.ok_or_else(|| Error::CacheNotFound(configured.to_path_buf()))
 }
 
 /// The LLVM major of the clang behind a hipcc, from `hipcc --version` ("clang version 15.0.6"),

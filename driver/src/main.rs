@@ -11,6 +11,7 @@ mod docs;
 mod error;
 mod launch;
 mod locate;
+mod own;
 mod plan;
 mod wrap;
 

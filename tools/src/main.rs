@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use sqtt_tools::diag::{Diagnostics, NoProgress, Progress};
 use sqtt_tools::engine::Options;
 use sqtt_tools::output;
@@ -43,6 +43,17 @@ enum Command {
     Clock(tt::ClockArgs),
     /// The PM4 packets that start or stop a thread trace.
     ThreadTrace(tt::ThreadTraceArgs),
+    /// Print a shell completion script (install.sh installs them).
+    Completions {
+        #[arg(value_enum, value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page sqtt(1), or sqtt-COMMAND(1) (install.sh installs them).
+    Man {
+        /// A subcommand, for its own page.
+        #[arg(value_name = "COMMAND")]
+        command: Option<String>,
+    },
 }
 
 #[derive(Args)]
@@ -313,6 +324,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Waves(a) => tt::run_waves(&a, &mut out)?,
         Command::Clock(a) => tt::run_clock(&a, &mut out)?,
         Command::ThreadTrace(a) => tt::run_thread_trace(&a, &mut out)?,
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "sqtt", &mut out);
+        }
+        Command::Man { command } => man_page(command.as_deref(), &mut out)?,
         Command::Memory(a) => {
             let p = progress();
             let dir = &a.common.dir;
@@ -356,6 +371,79 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
     }
     out.flush()?;
+    Ok(())
+}
+
+/// `sqtt man [COMMAND]`: sqtt(1), or sqtt-COMMAND(1) for a subcommand, on stdout.
+fn man_page(command: Option<&str>, out: &mut dyn Write) -> anyhow::Result<()> {
+    use sqtt_codeobj::manpage::{items, Section};
+    let cli = Cli::command();
+    let see_also = |pages: &str| Section::new("SEE ALSO", Vec::new()).with_intro(pages);
+    let exit = |failure: &str| {
+        Section::new(
+            "EXIT STATUS",
+            items(&[
+                ("0", "success"),
+                ("1", failure),
+                (
+                    "2",
+                    "a usage error: an unknown option or a bad option value",
+                ),
+            ]),
+        )
+    };
+    let (cmd, sections) = match command {
+        None => (
+            cli,
+            vec![
+                exit("an input that cannot be read or is corrupt, or an output that cannot be written"),
+                Section::new(
+                    "FILES",
+                    items(&[
+                        (
+                            "DIR/.../ui_output_*/",
+                            "rocprofv3 --att's output, read by flamegraph, perfetto, stats and \
+                             memory: filenames.json, shaderdata_*.json, code.json, occupancy.json \
+                             and the code objects",
+                        ),
+                        (
+                            "UI_DIR.pftrace, UI_DIR.perfetto.json",
+                            "perfetto's output, beside each ui directory (or in -o DIR)",
+                        ),
+                    ]),
+                ),
+                see_also("sqtt-hipcc(1), sqtt-hipcc-check(1), rocprofv3(1); docs/tools.md"),
+            ],
+        ),
+        Some(name) => {
+            let Some(sub) = cli.find_subcommand(name) else {
+                let known: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
+                // A usage error (exit 2), as a bad option value is.
+                return Err(tt::UsageError(format!(
+                    "no man page for {name:?}; the subcommands are {}",
+                    known.join(", ")
+                ))
+                .into());
+            };
+            let cmd = sub
+                .clone()
+                .name(format!("sqtt-{name}"))
+                .version(env!("CARGO_PKG_VERSION"));
+            let sections = if name == "funcmap" {
+                vec![
+                    Section::new("EXIT STATUS", items(sqtt_codeobj::check::EXIT_STATUS)),
+                    see_also("sqtt(1), sqtt-hipcc-check(1)"),
+                ]
+            } else {
+                vec![
+                    exit("an input that cannot be read or is corrupt, or an output that cannot be written"),
+                    see_also("sqtt(1)"),
+                ]
+            };
+            (cmd, sections)
+        }
+    };
+    sqtt_codeobj::manpage::render(cmd, &sections, out)?;
     Ok(())
 }
 
