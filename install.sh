@@ -11,8 +11,9 @@
 #
 # Installed: PREFIX/bin/{sqtt-hipcc,sqtt}, PREFIX/lib/sqtt-hipcc/llvm-<N>/libsqtt_plugin.so,
 # PREFIX/lib/cmake/SqttHipcc/ (find_package(SqttHipcc)), PREFIX/include/sqtt-hipcc/ (markers.hpp,
-# sqtt_m0_record.h, amd_sqtt_marker/), man pages and bash/zsh/fish completions of both commands, the docs, and
-# PREFIX/share/sqtt-hipcc/install-manifest.txt listing every file (what --uninstall removes).
+# sqtt_m0_record.h, amd_sqtt_marker/), man pages and bash/zsh/fish completions of both commands,
+# the docs, and PREFIX/share/sqtt-hipcc/install-manifest.txt listing every file (what --uninstall
+# removes).
 # DESTDIR=D stages the files under D/PREFIX (for packaging); the manifest names them as PREFIX/...
 #
 # Plugins go to target/release/lib/sqtt-hipcc/llvm-<N>/ (where target/release/sqtt-hipcc looks)

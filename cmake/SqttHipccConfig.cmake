@@ -31,7 +31,8 @@
 #
 # Imported targets: SqttHipcc::sqtt-hipcc and SqttHipcc::sqtt (the executables), SqttHipcc::markers
 # (an INTERFACE target with PREFIX/include/sqtt-hipcc: markers.hpp, sqtt_m0_record.h,
-# amd_sqtt_marker/sqtt_marker.h, for targets built without instrumentation; instrumented ones get the directory themselves).
+# amd_sqtt_marker/sqtt_marker.h, for targets built without instrumentation; instrumented ones get
+# the directory themselves).
 
 cmake_policy(PUSH)
 cmake_policy(VERSION 3.19...3.31)
