@@ -15,8 +15,6 @@ use crate::launch::{Invocation, Launcher};
 
 /// File name of the plugin.
 pub const PLUGIN_FILE: &str = "libsqtt_plugin.so";
-/// Set in hipcc's environment: a wrapper that sees it is being called by itself.
-pub const DEPTH_VAR: &str = "SQTT_HIPCC_DEPTH";
 
 fn canon(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
@@ -313,7 +311,7 @@ fn hex16(d: &[u8]) -> String {
 /// `$XDG_CACHE_HOME/sqtt-hipcc`, `~/.cache/sqtt-hipcc`, then one under the temporary directory.
 fn cache_candidates(getenv: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
     let mut cands = Vec::new();
-    if let Some(d) = getenv("SQTT_CACHE_DIR").filter(|v| !v.is_empty()) {
+    if let Some(d) = getenv(sqtt_config::var::CACHE_DIR).filter(|v| !v.is_empty()) {
         // Named explicitly: that directory only.
         return vec![PathBuf::from(d)];
     }
@@ -648,7 +646,7 @@ pub fn hipcc_clang_major(
     let version = Invocation {
         program: hipcc.to_path_buf(),
         args: vec!["--version".into()],
-        set_env: vec![(DEPTH_VAR.into(), "1".into())],
+        set_env: vec![(sqtt_config::var::HIPCC_DEPTH.into(), "1".into())],
         remove_env: Vec::new(),
         cwd: None,
     };
@@ -807,7 +805,7 @@ mod tests {
             (asked.program.as_path(), &asked.args[..]),
             (hipcc.as_path(), &["--version".to_string()][..])
         );
-        assert_eq!(asked.env(DEPTH_VAR), Some("1"));
+        assert_eq!(asked.env(sqtt_config::var::HIPCC_DEPTH), Some("1"));
         // The second time from the cache: no process.
         let mut again = Recorder::printing("clang version 99.0.0");
         assert_eq!(hipcc_clang_major(&hipcc, &env, &mut again).unwrap(), 18);
