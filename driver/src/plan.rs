@@ -11,7 +11,7 @@ use sqtt_config::{ConfigError, Origin, Settings};
 use crate::args::{Classified, PluginOptions, StepKind};
 use crate::error::{Error, NamedBy};
 use crate::launch::Invocation;
-use crate::locate::{Configured, DEPTH_VAR};
+use crate::locate::Configured;
 
 /// The things a plan needs from the machine, looked up only when the step needs them.
 pub trait Toolchain {
@@ -84,16 +84,20 @@ pub struct Plan {
 
 /// Refuses to wrap when the wrapper runs below itself (the hipcc it found is sqtt-hipcc).
 pub fn check_not_nested(env: &dyn Fn(&str) -> Option<String>) -> Result<(), Error> {
-    match env(DEPTH_VAR) {
+    match env(sqtt_config::var::HIPCC_DEPTH) {
         Some(v) if !v.is_empty() => Err(Error::CallsItself),
         _ => Ok(()),
     }
 }
 
-/// Whether `SQTT_VERBOSE` asks for the trace (read raw: the settings may be invalid).
+/// Whether `SQTT_VERBOSE` asks for the trace, read by its settings row (the settings as a whole
+/// may be invalid, and the trace should still say why).
 pub fn verbose_var(env: &dyn Fn(&str) -> Option<String>) -> bool {
-    env(sqtt_config::var::VERBOSE)
-        .is_some_and(|v| !v.is_empty() && v != "0" && v != "false" && v != "off")
+    let row = &sqtt_config::setting::VERBOSE;
+    env(row.var).is_some_and(|v| {
+        let mut s = Settings::default();
+        (row.set)(&mut s, &v).is_some() && s.verbose
+    })
 }
 
 impl Plan {
@@ -318,7 +322,7 @@ fn hipcc_command(req: &Request, hipcc: PathBuf, extra: Vec<String>) -> Invocatio
     Invocation {
         program: hipcc,
         args,
-        set_env: vec![(DEPTH_VAR.into(), "1".into())],
+        set_env: vec![(sqtt_config::var::HIPCC_DEPTH.into(), "1".into())],
         remove_env: Vec::new(),
         cwd: Some(req.cwd.to_path_buf()),
     }

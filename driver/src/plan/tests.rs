@@ -676,7 +676,8 @@ fn the_trace_says_what_runs() {
             format!("sqtt-hipcc: settings {}", settings().fingerprint())
         );
     }
-    for v in ["0", "off", "false", ""] {
+    // Read as the setting reads it: `no` is off.
+    for v in ["0", "off", "false", "", "no", "NO"] {
         assert!(
             !given("-c k.hip", &[("SQTT_VERBOSE", v)]).plan().verbose,
             "{v}"
@@ -689,6 +690,24 @@ fn the_trace_says_what_runs() {
     );
     let p = given("--cuda-host-only -c k.hip", &[("SQTT_VERBOSE", "1")]).plan();
     assert!(p.trace[0].contains("instrumentation off"), "{:?}", p.trace);
+}
+
+/// `SQTT_VERBOSE` is a setting like the others: a value none of its forms is an error naming the
+/// variable, the value and the forms, and the step does not run (a trace no longer turns on).
+#[test]
+fn a_bad_verbose_value_is_the_settings_error() {
+    for v in ["maybe", "2", "nope"] {
+        let e = given("-c k.hip", &[("SQTT_VERBOSE", v)])
+            .run(None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("SQTT_VERBOSE")
+                && e.contains(&format!("\"{v}\""))
+                && e.contains("0, 1, true, false, on, off, yes or no"),
+            "{v}: {e}"
+        );
+    }
 }
 
 #[test]
