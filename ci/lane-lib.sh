@@ -13,6 +13,28 @@ lane_die() {
   exit 1
 }
 
+# Builds the plugin (release, --locked, only the pass registration of FEATURE) into TARGET_DIR
+# with cargo run from the worktree ($REPO), its output in LOG, time-limited by BUILD_TIMEOUT
+# seconds when that is set; each NAME=VALUE is set in cargo's environment (the LLVM_SYS prefix,
+# a PATH). Sets PLUGIN to the built .so; aborts the lane with the log's tail when the build fails.
+#   lane_build_plugin FEATURE TARGET_DIR LOG [NAME=VALUE...]
+lane_build_plugin() {
+  local feature=$1 target=$2 log=$3 t0=$SECONDS limit=()
+  shift 3
+  [ -n "${BUILD_TIMEOUT:-}" ] && limit=(timeout "$BUILD_TIMEOUT")
+  lane_log "building the plugin ($feature) into $target ($(cargo --version))"
+  # A cold build downloads the crates from crates.io: hence the time limit in the chroots.
+  if ! (cd "$REPO" && env "$@" "${limit[@]}" cargo build --release --locked -p sqtt-plugin \
+    --no-default-features --features "$feature" --target-dir "$target" \
+    -j "${CARGO_BUILD_JOBS:-2}") >"$log" 2>&1; then
+    tail -40 "$log" >&2
+    lane_die "cargo build of sqtt-plugin with --features $feature failed${limit[*]:+ or exceeded ${BUILD_TIMEOUT}s} (log: $log)"
+  fi
+  PLUGIN=$target/release/libsqtt_plugin.so
+  [ -f "$PLUGIN" ] || lane_die "the build produced no $PLUGIN"
+  lane_log "plugin built in $((SECONDS - t0))s"
+}
+
 # Installs the Debian packages of a host lane that are missing (nothing when all are there);
 # each network step time-limited by NET_TIMEOUT, its output in LOG.
 #   lane_apt_install LOG PACKAGE...
