@@ -38,10 +38,11 @@ source "$REPO/ci/lane-lib.sh"
 source "$REPO/ci/chroot.sh"
 # Package names of Debian's ROCm packaging (no hip-dev, no rocm-llvm): hipcc pulls clang-N and
 # rocm-device-libs-N; libclang-rt-N-dev lets it link programs; clang-tools-N has
-# clang-offload-bundler; cmake and ninja for the CMake example.
+# clang-offload-bundler; cmake and ninja for the CMake example; librocprim-dev (headers) for the
+# rocPRIM corpus of tests/tests/cost_report.rs.
 PACKAGES=(hipcc libamdhip64-dev "clang-$MAJOR" "llvm-$MAJOR" "llvm-$MAJOR-dev" "lld-$MAJOR"
   "clang-tools-$MAJOR" "rocm-device-libs-$MAJOR" "libclang-rt-$MAJOR-dev" g++ cmake ninja-build
-  ca-certificates)
+  ca-certificates librocprim-dev)
 # shellcheck disable=SC2206 # a word list on purpose
 PACKAGES+=(${SQTT_LANE_EXTRA_PACKAGES:-})
 

@@ -117,6 +117,7 @@ pub fn bitcode_object(
         funcmap: FuncmapState::NotLinked,
         symbols: Vec::new(),
         size: d.len() as u64,
+        code: crate::cost::CodeFacts::default(),
     }
 }
 
@@ -210,6 +211,11 @@ fn read_code_object_aligned(
     symbols.sort_by(|a, b| (a.vaddr, &a.name).cmp(&(b.vaddr, &b.name)));
     symbols.dedup_by(|a, b| a.name == b.name && a.vaddr == b.vaddr);
 
+    let packed = funcmap.map().is_some_and(|m| m.clock_layout.is_some());
+    let target = sqtt_gfx::Target::parse(&target_id)
+        .or_else(|| sqtt_gfx::Target::parse(&from_flags))
+        .map(|(t, _)| t);
+    let code = crate::cost::CodeFacts::read(&file, target, packed);
     let (bundle_index, bundle_entry_id) = match bundle {
         Some((i, id)) => (Some(i), Some(id)),
         None => (None, None),
@@ -223,6 +229,7 @@ fn read_code_object_aligned(
         funcmap,
         symbols,
         size: d.len() as u64,
+        code,
     })
 }
 

@@ -17,13 +17,14 @@
 //! The funcmap is parsed and validated by `sqtt-markers` (one parser for the format). The
 //! [`table`] module renders the funcmap table (docs/driver.md, `--check`), [`report`] holds the
 //! versioned JSON report types and [`require`] the `--require KIND:GLOB` assertions, so the trace
-//! tools reuse all of it.
+//! tools reuse all of it; [`cost`] reads what each kernel costs (`--check --cost`).
 
 use std::path::Path;
 
 mod archive;
 pub mod bundle;
 pub mod check;
+pub mod cost;
 mod elf;
 pub mod file;
 pub mod glob;
@@ -172,6 +173,8 @@ pub struct CodeObject {
     pub symbols: Vec<Symbol>,
     /// Size of the code object (or bitcode) in bytes.
     pub size: u64,
+    /// What its metadata and code say about each kernel's cost (empty for bitcode).
+    pub code: cost::CodeFacts,
 }
 
 impl CodeObject {

@@ -1,6 +1,6 @@
-//! `sqtt-hipcc --check FILE... [--demangle] [--json] [--require KIND:GLOB]... [--arch GFX]`: the
-//! options and their errors here; the check itself is `sqtt_codeobj::check`, which `sqtt funcmap`
-//! runs too.
+//! `sqtt-hipcc --check FILE... [--demangle] [--json] [--require KIND:GLOB]... [--arch GFX]
+//! [--cost [--baseline PLAIN]... [--max-*]]`: the options and their errors here; the check itself
+//! is `sqtt_codeobj::check`, which `sqtt funcmap` runs too.
 //!
 //! Exit status: 0 every selected code object has a valid funcmap (or is not yet linked) and every
 //! requirement is met; 1 a funcmap is missing or invalid, a file holds no (selected) code object
@@ -26,7 +26,20 @@ object, offload bundle, CCOB bundle) and checks it.
                        empty files, host-only binaries (so `--check build/bin/*` works)
   --help               this text
 
-Exit status: 0 all valid and all requirements met, 1 a check failed, 2 usage error.
+What each kernel costs (schema of --json: docs/check-json.md, section The cost report):
+  --cost               per kernel (its callees counted in): SGPRs, VGPRs, AGPRs, scratch and LDS
+                       bytes, occupancy in waves per SIMD, instructions, code bytes, trace
+                       instructions and the markers they write, instead of the funcmap tables
+  --baseline PLAIN     the same program built without instrumentation (one per FILE, in order):
+                       its figures and the difference per kernel
+  --max-occupancy-drop N, --max-added-vgprs N, --max-code-growth PCT
+                       with --baseline: exit 1, naming the kernel and the limit, when a kernel
+                       loses more than N waves per SIMD, gains more than N VGPRs, or its code
+                       grows more than PCT percent
+  --csv                with --cost: one CSV row per kernel instead of the table
+
+Exit status: 0 all valid and all requirements met, 1 a check failed (with --cost: a limit
+exceeded), 2 usage error.
 ";
 
 fn usage(msg: &str) -> i32 {
@@ -103,4 +116,69 @@ pub fn main(args: &[String]) -> i32 {
         &mut std::io::stdout().lock(),
         &mut std::io::stderr().lock(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Result<Option<CheckOptions>, String> {
+        parse(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn cost_options_and_their_errors() {
+        let o = args(&[
+            "--cost",
+            "--baseline",
+            "plain",
+            "--max-occupancy-drop",
+            "1",
+            "--max-added-vgprs",
+            "8",
+            "--max-code-growth",
+            "2.5",
+            "app",
+        ])
+        .unwrap()
+        .unwrap();
+        assert!(o.cost && !o.csv);
+        assert_eq!(o.baselines, ["plain"]);
+        assert_eq!(o.limits.max_occupancy_drop, Some(1));
+        assert_eq!(o.limits.max_added_vgprs, Some(8));
+        assert_eq!(o.limits.max_code_growth_pct, Some(2.5));
+
+        let err = |a: &[&str]| args(a).err().unwrap_or_else(|| panic!("{a:?} accepted"));
+        assert!(err(&["--baseline", "p", "app"]).contains("--baseline needs --cost"));
+        assert!(err(&["--csv", "app"]).contains("--csv needs --cost"));
+        assert!(
+            err(&["--cost", "--max-added-vgprs", "4", "app"]).contains("needs --baseline PLAIN")
+        );
+        let e = err(&[
+            "--cost",
+            "--baseline",
+            "p",
+            "--max-occupancy-drop",
+            "-1",
+            "app",
+        ]);
+        assert!(
+            e.contains("--max-occupancy-drop \"-1\"") && e.contains("whole number"),
+            "{e}"
+        );
+        let e = err(&[
+            "--cost",
+            "--baseline",
+            "p",
+            "--max-code-growth",
+            "inf",
+            "app",
+        ]);
+        assert!(e.contains("--max-code-growth"), "{e}");
+        let e = err(&["--cost", "--baseline", "p", "--max-added-vgprs", "x", "app"]);
+        assert!(e.contains("\"x\""), "{e}");
+        let e = err(&["--cost", "--baseline", "p", "a", "b"]);
+        assert!(e.contains("one baseline per FILE"), "{e}");
+        assert!(err(&["--cost", "--csv", "--json", "app"]).contains("choose one"));
+    }
 }

@@ -4,14 +4,20 @@
 //! add a gfx target").
 //!
 //! Facts that follow from the generation (wave size, `s_ttracedata_imm`, HW_ID layout, the M0
-//! hazard nop, the LDS wait) are methods of [`Generation`]; facts of one target (its ELF
-//! machine number, its GC IP version, how it reads the shader clock) are columns of its row.
+//! hazard nop, the LDS wait, the SGPR limit and the CU's shape) are methods of [`Generation`];
+//! facts of one target (its ELF machine number, its GC IP version, how it reads the shader clock,
+//! the register file, wave slots and LDS occupancy is computed from) are columns of its row.
 
 use std::fmt;
 use std::str::FromStr;
 
+mod resources;
 mod table;
 
+pub use resources::{
+    AgprFile, Resources, CDNA1, CDNA2, CDNA4, GCN5, MAX_WORKGROUP_SIZE, RDNA1, RDNA2, RDNA3_LARGE,
+    UNIFIED_AGPR_ALIGNMENT,
+};
 pub use table::TARGETS;
 
 /// A GPU generation: the gfx major number. The ISA and the thread-trace stream both change
@@ -271,6 +277,9 @@ pub struct Target {
     pub gc: Option<GcVersion>,
     /// How marker headers on it carry a packed shader clock.
     pub clock: ShaderClock,
+    /// Its compute unit's registers, wave slots and LDS, where known (gfx9 and later; not the
+    /// targets whose figures no LLVM here could confirm).
+    pub resources: Option<Resources>,
 }
 
 /// The features a target id or processor string names after the processor
@@ -290,6 +299,7 @@ impl Target {
             mach: None,
             gc: None,
             clock: ShaderClock::None,
+            resources: None,
         }
     }
 
@@ -312,6 +322,14 @@ impl Target {
     /// The row with its shader-clock read.
     pub const fn clock(self, clock: ShaderClock) -> Target {
         Target { clock, ..self }
+    }
+
+    /// The row with its compute unit's figures.
+    pub const fn res(self, resources: Resources) -> Target {
+        Target {
+            resources: Some(resources),
+            ..self
+        }
     }
 
     /// The row of processor `name` (case-insensitive), without feature suffixes.
