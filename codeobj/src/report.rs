@@ -205,6 +205,7 @@ mod tests {
             },
             symbols: Vec::new(),
             size: 0,
+            code: Default::default(),
         }
     }
 
