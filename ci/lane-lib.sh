@@ -35,6 +35,38 @@ lane_build_plugin() {
   lane_log "plugin built in $((SECONDS - t0))s"
 }
 
+# A chroot lane's outer half (ci/chroot.sh sourced): its arguments (none, or `-- CMD ARGS...`),
+# root and the host's rustc checked, ROOT made or completed with the PACKAGES array (a Debian
+# SUITE), then ci/INNER run inside it with VARS (NAME=VALUE words), CARGO_BUILD_JOBS,
+# SQTT_BUILD_TIMEOUT and the arguments; the timings said. Ends the script with INNER's status (so
+# it runs under the script's `set -e`: a failed chroot_ensure stops the lane).
+#   lane_in_chroot SUITE ROOT INNER VARS [-- CMD ARGS...]
+lane_in_chroot() {
+  local suite=$1 root=$2 inner=$3 vars=$4 start t_chroot t_all status=0
+  shift 4
+  case "${1:-}" in
+  -- | "") ;;
+  *) echo "usage: $0 [-- CMD ARGS...]" >&2; exit 2 ;;
+  esac
+  [ "$(id -u)" = 0 ] || lane_die "needs root (debootstrap, chroot and mount namespaces)"
+  command -v rustc >/dev/null || lane_die "no rustc on PATH: the chroot uses the host's Rust toolchain"
+  start=$(date +%s)
+  # Also takes the chroot's lock for the whole run (a second run waits instead of racing
+  # debootstrap, apt or the build).
+  chroot_ensure "$suite" "$root" "${PACKAGES[@]}"
+  t_chroot=$(($(date +%s) - start))
+  lane_log "chroot ready in ${t_chroot}s ($root)"
+  chroot_run "$root" "$vars CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2} \
+    SQTT_BUILD_TIMEOUT=${SQTT_BUILD_TIMEOUT:-1500} \
+    bash /src/ci/$inner $(printf '%q ' "$@")" || status=$?
+  t_all=$(($(date +%s) - start))
+  lane_log "timings: chroot ${t_chroot}s, build and suites $((t_all - t_chroot))s, total ${t_all}s"
+  if [ $status != 0 ] && [ $# -gt 0 ]; then
+    echo "== $LANE_NAME: FAIL (${*:2} exited $status)" >&2
+  fi
+  exit $status
+}
+
 # Installs the Debian packages of a host lane that are missing (nothing when all are there);
 # each network step time-limited by NET_TIMEOUT, its output in LOG.
 #   lane_apt_install LOG PACKAGE...
