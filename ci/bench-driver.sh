@@ -23,19 +23,16 @@ cd "$WORK"
 now() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {m=int((NR+1)/2); if (NR%2) print a[m]; else print int((a[m]+a[m+1])/2)}'; }
 ms() { awk -v n="$1" 'BEGIN {printf "%.1f", n/1e6}'; }
+# Runs CMD ARGS..., its wall time (ns) appended to NAME.t.
+stamp() {
+  local name=$1 t0 t1
+  shift
+  t0=$(now); "$@"; t1=$(now)
+  echo $((t1 - t0)) >> "$name.t"
+}
 
 # --- 1. wrapper overhead, instrumentation off ------------------------------------------------
-cat > k.hip <<'SRC'
-#include <hip/hip_runtime.h>
-#include "markers.hpp"
-__global__ void my_kernel(float *p, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  sqtt_marker_enter("work");
-  p[i] = p[i] * 2.0f + 1.0f;
-  sqtt_marker_exit("work");
-}
-SRC
+cp "$OLDPWD/examples/my_kernel.hip" k.hip
 INC="-I$OLDPWD/markers/include"
 export SQTT_HIPCC="$HIPCC"
 # Warm both (page cache, the wrapper's include dir).
@@ -45,12 +42,9 @@ SQTT_ENABLED=0 "$DRIVER" --offload-arch=gfx90a -c k.hip -o wrapped.o
 # Wall time (ns) into X.t, and CPU time (user+sys of the whole process tree, ms) into X.cpu.
 TIMEFORMAT='%3U %3S'
 timed() {
-  local name=$1; shift
-  local t0 t1 cpu
-  t0=$(now)
-  cpu=$( { time "$@" >/dev/null 2>&1; } 2>&1 )
-  t1=$(now)
-  echo $((t1 - t0)) >> "$name.t"
+  local name=$1 cpu
+  shift
+  cpu=$( { time stamp "$name" "$@" >/dev/null 2>&1; } 2>&1 )
   awk -v c="$cpu" 'BEGIN {split(c, a, " "); printf "%d\n", (a[1] + a[2]) * 1e9}' >> "$name.cpu"
 }
 plain_run() { timed plain "$HIPCC" --offload-arch=gfx90a "$INC" -c k.hip -o plain.o; }
@@ -72,9 +66,8 @@ echo "  load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 printf '#!/bin/sh\nexit 0\n' > nop-hipcc; chmod +x nop-hipcc
 : > nop.t; : > nopw.t
 for _ in $(seq 50); do
-  t0=$(now); ./nop-hipcc --offload-arch=gfx90a -c k.hip -o x.o; t1=$(now); echo $((t1 - t0)) >> nop.t
-  t0=$(now); SQTT_HIPCC=./nop-hipcc SQTT_ENABLED=0 "$DRIVER" --offload-arch=gfx90a -c k.hip -o x.o; t1=$(now)
-  echo $((t1 - t0)) >> nopw.t
+  stamp nop ./nop-hipcc --offload-arch=gfx90a -c k.hip -o x.o
+  SQTT_HIPCC=./nop-hipcc SQTT_ENABLED=0 stamp nopw "$DRIVER" --offload-arch=gfx90a -c k.hip -o x.o
 done
 N0=$(median < nop.t); N1=$(median < nopw.t)
 echo "  wrapper's own time     $(ms $((N1 - N0))) ms per compile (median of 50, against a no-op hipcc)"
@@ -105,8 +98,8 @@ ours() { "$DRIVER" --check big > check.out; }
 reference; ours
 : > ref.t; : > ours.t
 for _ in $(seq "$RUNS"); do
-  t0=$(now); reference; t1=$(now); echo $((t1 - t0)) >> ref.t
-  t0=$(now); ours; t1=$(now); echo $((t1 - t0)) >> ours.t
+  stamp ref reference
+  stamp ours ours
 done
 R=$(median < ref.t); O=$(median < ours.t)
 echo "funcmaps of a binary with $((FAT / 1048576)) MiB of fat binary ($RUNS runs each, interleaved, medians):"
