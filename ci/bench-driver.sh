@@ -23,6 +23,15 @@ cd "$WORK"
 now() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {m=int((NR+1)/2); if (NR%2) print a[m]; else print int((a[m]+a[m+1])/2)}'; }
 ms() { awk -v n="$1" 'BEGIN {printf "%.1f", n/1e6}'; }
+# The medians of A.t and B.t, a line each under its label, and B over A as "ratio" (RATIO_FORMAT,
+# a printf format of the ratio, with its target).
+#   side_by_side A LABEL_A B LABEL_B RATIO_FORMAT
+side_by_side() {
+  local a b
+  a=$(median < "$1.t"); b=$(median < "$3.t")
+  printf '  %-37s %s ms\n  %-37s %s ms\n' "$2" "$(ms "$a")" "$4" "$(ms "$b")"
+  awk -v a="$a" -v b="$b" -v f="  %-37s $5\n" 'BEGIN {printf f, "ratio", b / a}'
+}
 # Runs CMD ARGS..., its wall time (ns) appended to NAME.t.
 stamp() {
   local name=$1 t0 t1
@@ -53,11 +62,8 @@ wrapped_run() { SQTT_ENABLED=0 timed wrapped "$DRIVER" --offload-arch=gfx90a -c 
 for i in $(seq "$RUNS"); do
   if [ $((i % 2)) -eq 1 ]; then plain_run; wrapped_run; else wrapped_run; plain_run; fi
 done
-P=$(median < plain.t); W=$(median < wrapped.t)
 echo "compile, instrumentation off ($RUNS runs each, interleaved, medians):"
-echo "  plain hipcc            $(ms "$P") ms"
-echo "  sqtt-hipcc (disabled)  $(ms "$W") ms"
-awk -v w="$W" -v p="$P" 'BEGIN {printf "  ratio                  %.3f (target <= 1.03)\n", w/p}'
+side_by_side plain "plain hipcc" wrapped "sqtt-hipcc (disabled)" "%.3f (target <= 1.03)"
 PC=$(median < plain.cpu); WC=$(median < wrapped.cpu)
 echo "  CPU time (user+sys, medians; robust against other load on the machine):"
 echo "    plain hipcc $(ms "$PC") ms, sqtt-hipcc $(ms "$WC") ms, ratio $(awk -v w="$WC" -v p="$PC" 'BEGIN {printf "%.3f", w/p}')"
@@ -101,8 +107,6 @@ for _ in $(seq "$RUNS"); do
   stamp ref reference
   stamp ours ours
 done
-R=$(median < ref.t); O=$(median < ours.t)
 echo "funcmaps of a binary with $((FAT / 1048576)) MiB of fat binary ($RUNS runs each, interleaved, medians):"
-echo "  llvm-objcopy + clang-offload-bundler  $(ms "$R") ms"
-echo "  sqtt-hipcc --check                    $(ms "$O") ms"
-awk -v r="$R" -v o="$O" 'BEGIN {printf "  speedup                               %.1fx (target >= 5x)\n", r/o}'
+side_by_side ours "sqtt-hipcc --check" ref "llvm-objcopy + clang-offload-bundler" \
+  "%.1fx faster (target >= 5x)"
