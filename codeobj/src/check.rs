@@ -19,6 +19,7 @@ use crate::report::{
 use crate::require::Requirement;
 use crate::table::render_code_object;
 use crate::{CodeObject, Error, FuncmapState};
+use sqtt_config::output::printable;
 
 /// What to check and how to print it.
 #[derive(Debug, Default)]
@@ -321,7 +322,49 @@ fn tool_name() -> String {
 
 /// Reads, prints and checks; report on `out`, one line per problem on `err` (each prefixed with
 /// `prog: `). Returns the exit status.
+///
+/// Names and bundle IDs come from the files: outside JSON, what a terminal would act on is
+/// escaped ([`printable`]). A report that cannot be written is an error (status 1 at least,
+/// one line on `err` naming what failed); a closed pipe (`| head`) ends the report quietly and
+/// leaves the status the check's own, so a pipeline cannot hide a failed check.
 pub fn run(o: &CheckOptions, prog: &str, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let (mut text, mut problems) = (Vec::new(), Vec::new());
+    let mut code = report(o, prog, &mut text, &mut problems);
+    let text = String::from_utf8_lossy(&text);
+    let text = if o.json {
+        text
+    } else {
+        escape_lines(&text).into()
+    };
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => {}
+        Err(e) if sqtt_config::output::is_broken_pipe(&e) => {}
+        Err(e) => {
+            let _ = writeln!(err, "{prog}: error: {e}");
+            code = code.max(1);
+        }
+    }
+    let _ = err.write_all(escape_lines(&String::from_utf8_lossy(&problems)).as_bytes());
+    code
+}
+
+/// Each line of `text` through [`printable`], the line breaks kept.
+fn escape_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        match line.strip_suffix('\n') {
+            Some(l) => {
+                out.push_str(&printable(l));
+                out.push('\n');
+            }
+            None => out.push_str(&printable(line)),
+        }
+    }
+    out
+}
+
+/// [`run`]'s work: the report into `out`, the problems into `err`, the status.
+fn report(o: &CheckOptions, prog: &str, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let mut files: Vec<FileResult> = Vec::new();
     let mut skipped: Vec<&str> = Vec::new();
     for f in &o.files {

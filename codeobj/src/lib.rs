@@ -224,6 +224,22 @@ pub fn read_path(path: &Path) -> Result<Vec<CodeObject>, Error> {
     if !is_known_format(&head) {
         return Err(Error::Unrecognised { origin });
     }
+    if head.starts_with(b"\x7fELF") && !elf::is_amdgpu(&head) {
+        // A host binary: only its headers and device sections are read, whatever its size.
+        let mut out = Vec::new();
+        elf::read_host_file(&file, len, &head, &origin, &mut out)?;
+        return Ok(out);
+    }
+    if head.starts_with(b"\x7fELF") && len > bundle::MAX_CODE_OBJECT_BYTES {
+        return Err(Error::corrupt(
+            &origin,
+            0,
+            format!(
+                "a code object of {len} bytes; at most {} are read",
+                bundle::MAX_CODE_OBJECT_BYTES
+            ),
+        ));
+    }
     if len > MAX_FILE_BYTES {
         return Err(io(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,

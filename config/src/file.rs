@@ -93,9 +93,27 @@ pub fn open_regular(path: &Path) -> io::Result<(File, u64)> {
     Ok((file, meta.len()))
 }
 
+/// A buffer of `len` zero bytes, or an error when the memory cannot be had (a size read from an
+/// input, or an input's size, must not abort the process: under `ulimit -v` it did, exit 134).
+pub fn zeroed(len: usize) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(len)
+        .map_err(|_| out_of_memory(len as u64))?;
+    buf.resize(len, 0);
+    Ok(buf)
+}
+
+/// Why `len` bytes could not be had.
+pub fn out_of_memory(len: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::OutOfMemory,
+        format!("cannot allocate {len} bytes to read it (out of memory, or above `ulimit -v`)"),
+    )
+}
+
 /// Reads `len` bytes at `offset` (fewer at the end of the file).
 pub fn read_at(file: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; len];
+    let mut buf = zeroed(len)?;
     let mut got = 0;
     while got < len {
         match file.read_at(&mut buf[got..], offset + got as u64) {

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 pub mod discover;
 pub mod docs;
 pub mod file;
+pub mod output;
 mod parse;
 pub mod setting;
 pub mod show;

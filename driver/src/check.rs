@@ -8,6 +8,7 @@
 //! `--require`, no file, a file that cannot be opened).
 
 use sqtt_codeobj::check::{self, CheckArgs, CheckOptions};
+use sqtt_config::output::stderr_line;
 
 pub const HELP: &str = "\
 usage: sqtt-hipcc --check [OPTIONS] FILE...
@@ -43,8 +44,8 @@ exceeded), 2 usage error.
 ";
 
 fn usage(msg: &str) -> i32 {
-    eprintln!("sqtt-hipcc --check: error: {msg}");
-    eprintln!("run `sqtt-hipcc --check --help` for the options");
+    stderr_line(format_args!("sqtt-hipcc --check: error: {msg}"));
+    stderr_line("run `sqtt-hipcc --check --help` for the options");
     2
 }
 
@@ -105,15 +106,21 @@ pub fn main(args: &[String]) -> i32 {
     let o = match parse(args) {
         Ok(Some(o)) => o,
         Ok(None) => {
-            print!("{HELP}");
-            return 0;
+            return match sqtt_config::output::print(HELP) {
+                Ok(()) => 0,
+                Err(e) if sqtt_config::output::is_broken_pipe(&e) => 0,
+                Err(e) => {
+                    stderr_line(format_args!("sqtt-hipcc --check: error: {e}"));
+                    1
+                }
+            };
         }
         Err(e) => return usage(&e),
     };
     check::run(
         &o,
         "sqtt-hipcc --check",
-        &mut std::io::stdout().lock(),
+        &mut sqtt_config::output::stdout(),
         &mut std::io::stderr().lock(),
     )
 }

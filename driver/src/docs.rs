@@ -69,8 +69,10 @@ pub fn completions(shell: &str) -> Result<(), Error> {
         .parse()
         .map_err(|_| Error::UnknownShell(shell.to_string()))?;
     let mut cmd = wrapper_command();
-    clap_complete::generate(sh, &mut cmd, "sqtt-hipcc", &mut std::io::stdout());
-    Ok(())
+    // Into memory first: clap_complete panics when its writer fails.
+    let mut script = Vec::new();
+    clap_complete::generate(sh, &mut cmd, "sqtt-hipcc", &mut script);
+    crate::wrap::print(&String::from_utf8_lossy(&script))
 }
 
 /// `--sqtt-man` (sqtt-hipcc.1) or `--sqtt-man=check` (sqtt-hipcc-check.1) on stdout.
@@ -80,7 +82,9 @@ pub fn man(which: Option<&str>) -> Result<(), Error> {
         Some("check") => crate::check::command().name("sqtt-hipcc-check"),
         Some(other) => return Err(Error::UnknownManPage(other.to_string())),
     };
+    let mut page = Vec::new();
     clap_mangen::Man::new(cmd)
-        .render(&mut std::io::stdout())
-        .map_err(Error::ManPage)
+        .render(&mut page)
+        .map_err(Error::Stdout)?;
+    crate::wrap::print(&String::from_utf8_lossy(&page))
 }

@@ -63,8 +63,9 @@ pub enum Error {
     UnknownShell(String),
     #[error("--sqtt-man: unknown page {}; accepted: --sqtt-man, --sqtt-man=check", quoted(.0))]
     UnknownManPage(String),
-    #[error("cannot write the man page: {0}")]
-    ManPage(io::Error),
+    /// Standard output could not be written (`--sqtt-flags > /dev/full`); the message names it.
+    #[error("{0}")]
+    Stdout(io::Error),
 
     // The arguments and the settings.
     /// `@file`s that name themselves, nest too deep or expand too far (the message says which).
@@ -188,10 +189,11 @@ pub enum Error {
 
 impl Error {
     /// The wrapper's exit status: 1 when the outputs of a successful compiler are missing or
-    /// were rejected by the post-build check, 2 for everything found before the compiler ran.
+    /// were rejected by the post-build check, or stdout could not be written; 2 for everything
+    /// found before the compiler ran.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::FuncmapCheck { .. } | Error::OutputNotWritten { .. } => 1,
+            Error::FuncmapCheck { .. } | Error::OutputNotWritten { .. } | Error::Stdout(_) => 1,
             _ => 2,
         }
     }

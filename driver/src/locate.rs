@@ -392,7 +392,7 @@ fn warn_once(text: String) {
     static SAID: Mutex<Option<HashSet<String>>> = Mutex::new(None);
     let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
     if said.get_or_insert_with(HashSet::new).insert(text.clone()) {
-        eprintln!("sqtt-hipcc: warning: {text}");
+        sqtt_config::output::stderr_line(format_args!("sqtt-hipcc: warning: {text}"));
     }
 }
 

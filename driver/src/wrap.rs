@@ -2,7 +2,6 @@
 //! carry the plan out: run hipcc through a [`Launcher`], check its outputs.
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use sqtt_codeobj::FuncmapState;
@@ -130,7 +129,7 @@ fn working_directory() -> Result<PathBuf, Error> {
 fn configuration(own: &OwnOptions, cwd: &Path) -> Located {
     let located = sqtt_config::locate_config(own.config.as_deref(), cwd, &env_string);
     for ignored in &located.ignored {
-        eprintln!("sqtt-hipcc: warning: {ignored}");
+        sqtt_config::output::stderr_line(format_args!("sqtt-hipcc: warning: {ignored}"));
     }
     located
 }
@@ -158,9 +157,12 @@ fn configured_hipcc(settings: &Settings, located: &Located) -> Option<Configured
 pub fn main(argv: Vec<String>, launcher: &mut dyn Launcher) -> Result<Status, Error> {
     let (own, args) = split_own(&argv)?;
     if own.help {
-        print!("{OWN_OPTIONS_HELP}");
+        print(OWN_OPTIONS_HELP)?;
     } else if own.include_dir {
-        println!("{}", locate::markers_include_dir(&getenv)?.display());
+        print(&format!(
+            "{}\n",
+            locate::markers_include_dir(&getenv)?.display()
+        ))?;
     } else if own.toolchain {
         print_toolchain(&own, launcher)?;
     } else if let Some(shell) = &own.completions {
@@ -201,7 +203,7 @@ pub fn main(argv: Vec<String>, launcher: &mut dyn Launcher) -> Result<Status, Er
 pub fn execute(plan: &Plan, launcher: &mut dyn Launcher) -> Result<Status, Error> {
     init_trace(plan.verbose);
     for note in &plan.notes {
-        eprintln!("{note}");
+        sqtt_config::output::stderr_line(note);
     }
     if plan.verbose {
         for line in &plan.trace {
@@ -228,7 +230,7 @@ pub fn execute(plan: &Plan, launcher: &mut dyn Launcher) -> Result<Status, Error
         add_dep_file_inputs(dep)?;
     }
     if let Some(settings_line) = &plan.identity {
-        print_plugin_identity(&plan.command.program, settings_line, launcher);
+        print_plugin_identity(&plan.command.program, settings_line, launcher)?;
     }
     Ok(status)
 }
@@ -345,8 +347,13 @@ fn print_flags(
     if settings.enabled {
         flags.push("-DSQTT_ENABLED=1".into());
     }
-    println!("{}", shell_words::join(flags));
-    Ok(())
+    print(&format!("{}\n", shell_words::join(flags)))
+}
+
+/// Prints the text of an own option on stdout; a write error (a full disk) is
+/// [`Error::Stdout`], a closed pipe too (`main` ends quietly on that).
+pub fn print(text: &str) -> Result<(), Error> {
+    sqtt_config::output::print(text).map_err(Error::Stdout)
 }
 
 /// `--sqtt-launch CMD...`: runs CMD with the settings the wrapper would export (sqtt.toml found
@@ -392,14 +399,14 @@ fn print_toolchain(own: &OwnOptions, launcher: &mut dyn Launcher) -> Result<(), 
             .and_then(|i| i.llvm_major)
             .is_some_and(|m| m == major)
     });
-    let mut out = std::io::stdout().lock();
     let show_path = |p: Option<&Path>| p.map_or(String::new(), |p| p.display().to_string());
-    let _ = writeln!(out, "hipcc={}", hipcc.display());
-    let _ = writeln!(out, "llvm_major={major}");
-    let _ = writeln!(out, "llvm_dir={}", show_path(llvm_dir.as_deref()));
-    let _ = writeln!(out, "plugin_feature={}", locate::plugin_feature(major));
-    let _ = writeln!(out, "plugin={}", show_path(plugin.as_deref()));
-    Ok(())
+    print(&format!(
+        "hipcc={}\nllvm_major={major}\nllvm_dir={}\nplugin_feature={}\nplugin={}\n",
+        hipcc.display(),
+        show_path(llvm_dir.as_deref()),
+        locate::plugin_feature(major),
+        show_path(plugin.as_deref())
+    ))
 }
 
 /// Adds the sqtt.toml in effect and the plugin to the first rule of the dependency file, so
@@ -510,7 +517,11 @@ fn outputs_written(
 }
 
 /// `--version`'s two lines after hipcc's: the plugin (path and content hash) and the settings.
-fn print_plugin_identity(hipcc: &Path, settings_line: &str, launcher: &mut dyn Launcher) {
+fn print_plugin_identity(
+    hipcc: &Path,
+    settings_line: &str,
+    launcher: &mut dyn Launcher,
+) -> Result<(), Error> {
     let major = locate::hipcc_clang_major(hipcc, &getenv, launcher).ok();
     let line = match locate::find_plugin(&getenv, major) {
         Ok(p) => match locate::content_hash(&p) {
@@ -527,10 +538,7 @@ fn print_plugin_identity(hipcc: &Path, settings_line: &str, launcher: &mut dyn L
         },
         Err(_) => format!("sqtt-hipcc {}: plugin not found", env!("CARGO_PKG_VERSION")),
     };
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = writeln!(out, "{settings_line}");
-    let _ = out.flush();
+    print(&format!("{line}\n{settings_line}\n"))
 }
 
 /// Checks the funcmaps of the device code a successful step wrote; a rejected output is moved

@@ -186,7 +186,8 @@ impl Stacks {
         let mut frames = Vec::new();
         while node != u32::MAX {
             let (parent, frame) = self.nodes[node as usize];
-            frames.push(names.get(frame));
+            // As in folded stacks: the names escaped, a `;` in one no separator.
+            frames.push(crate::flamegraph::folded_frame(names.get(frame)));
             node = parent;
         }
         frames.reverse();
@@ -579,10 +580,6 @@ pub fn to_text(r: &DiffReport) -> String {
     out
 }
 
-fn csv_field(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', "\"\""))
-}
-
 /// The rows as CSV with a header line (the stack always quoted; empty fields where a value is
 /// absent).
 pub fn to_csv(r: &DiffReport) -> String {
@@ -594,7 +591,7 @@ pub fn to_csv(r: &DiffReport) -> String {
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            csv_field(&row.stack),
+            crate::stats::csv_field(&row.stack),
             row.a_count,
             row.b_count,
             opt(row.a_mean),
@@ -623,7 +620,7 @@ pub fn write_svg<W: std::io::Write>(
     out: W,
     folded: &[(String, u64, u64)],
     title: &str,
-) -> Result<(), String> {
+) -> std::io::Result<()> {
     let lines: Vec<String> = folded
         .iter()
         .map(|(s, a, b)| format!("{s} {a} {b}"))
@@ -632,7 +629,6 @@ pub fn write_svg<W: std::io::Write>(
     opts.title = title.to_string();
     opts.count_name = "cycles".to_string();
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
-        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -44,6 +44,13 @@ pub enum Error {
     NotATraceDir(PathBuf),
     #[error("nothing usable: {0}")]
     Unusable(String),
+    /// An output that cannot be one: one of the inputs, or a directory (a usage error). The
+    /// message names it.
+    #[error("{0}")]
+    BadOutput(std::io::Error),
+    /// An output that could not be created or written (the message names it).
+    #[error("{0}")]
+    Write(std::io::Error),
 }
 
 impl Error {
@@ -53,6 +60,11 @@ impl Error {
             Error::Json { records, .. } | Error::Syntax { records, .. } => Some(*records),
             _ => None,
         }
+    }
+
+    /// Whether this is a closed pipe on an output (the reader stopped early: not a failure).
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, Error::Write(e) if crate::output::is_broken_pipe(e))
     }
 
     pub fn io(path: &Path, error: std::io::Error) -> Error {

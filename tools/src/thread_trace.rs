@@ -234,12 +234,15 @@ fn check_layout(path: &std::path::Path, gpu: &Gpu, g: Generation, data: &[u8]) {
     };
     match header_layout(data) {
         Some(l) if l == want => {}
-        Some(l) => eprintln!(
+        Some(l) => sqtt_config::output::stderr_line(format_args!(
             "warning: {} starts with a layout {l} header, but GC {} writes layout {want}; decoding as layout {want}",
             path.display(),
             gpu.gc
-        ),
-        None => eprintln!("warning: {} does not start with an SQTT layout header", path.display()),
+        )),
+        None => sqtt_config::output::stderr_line(format_args!(
+            "warning: {} does not start with an SQTT layout header",
+            path.display()
+        )),
     }
 }
 
