@@ -19,7 +19,7 @@ use crate::report::{
 use crate::require::Requirement;
 use crate::table::render_code_object;
 use crate::{CodeObject, Error, FuncmapState};
-use sqtt_config::output::printable;
+use sqtt_files::output::printable;
 
 /// What to check and how to print it.
 #[derive(Debug, Default)]
@@ -338,7 +338,7 @@ pub fn run(o: &CheckOptions, prog: &str, out: &mut dyn Write, err: &mut dyn Writ
     };
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => {}
-        Err(e) if sqtt_config::output::is_broken_pipe(&e) => {}
+        Err(e) if sqtt_files::output::is_broken_pipe(&e) => {}
         Err(e) => {
             let _ = writeln!(err, "{prog}: error: {e}");
             code = code.max(1);

@@ -84,7 +84,7 @@ pub fn read_host_file(
                 ),
             ));
         }
-        let data = crate::file::read_at(file, off, size as usize).map_err(io)?;
+        let data = sqtt_files::input::read_at(file, off, size as usize).map_err(io)?;
         if (data.len() as u64) < size {
             return Err(io(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,

@@ -13,8 +13,6 @@ use std::path::{Path, PathBuf};
 
 pub mod discover;
 pub mod docs;
-pub mod file;
-pub mod output;
 mod parse;
 pub mod setting;
 pub mod show;

@@ -30,7 +30,7 @@ fn not_executable(p: &Path) -> Option<String> {
     match std::fs::metadata(p) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("does not exist".into()),
         Err(e) => Some(format!("cannot be examined ({e})")),
-        Ok(m) => match sqtt_config::file::not_regular(&m.file_type()) {
+        Ok(m) => match sqtt_files::input::not_regular(&m.file_type()) {
             Some(what) => Some(format!("is {what}, not an executable file")),
             None if m.permissions().mode() & 0o111 == 0 => {
                 Some("is not executable (no x permission)".into())
@@ -194,7 +194,7 @@ pub fn find_plugin(
         let path = PathBuf::from(p);
         return match std::fs::metadata(&path) {
             Err(source) => Err(Error::PluginMissing { path, source }),
-            Ok(m) => match sqtt_config::file::not_regular(&m.file_type()) {
+            Ok(m) => match sqtt_files::input::not_regular(&m.file_type()) {
                 Some(what) => Err(Error::PluginNotRegular { path, what }),
                 None => Ok(path),
             },
@@ -258,7 +258,7 @@ pub fn plugin_info(path: &Path) -> Result<PluginInfo, Error> {
         source,
     };
     // Read, never mapped: a plugin rewritten meanwhile gives an error, never SIGBUS.
-    let data = sqtt_codeobj::file::read_regular(path, 1 << 30, "the plugin").map_err(read_err)?;
+    let data = sqtt_files::input::read_regular(path, 1 << 30, "the plugin").map_err(read_err)?;
     let file = object::File::parse(&*data).map_err(|e| Error::PluginNotSharedObject {
         path: path.to_path_buf(),
         reason: e.to_string(),
@@ -356,7 +356,7 @@ fn fit_cache_dir(dir: &Path, me: u32) -> Result<(), Unfit> {
     }
     let meta = std::fs::metadata(dir).map_err(|_| Unfit::Unusable)?;
     if !meta.is_dir() {
-        let what = sqtt_config::file::not_regular(&meta.file_type()).unwrap_or("a file");
+        let what = sqtt_files::input::not_regular(&meta.file_type()).unwrap_or("a file");
         return Err(Unfit::Untrusted(format!("it is {what}, not a directory")));
     }
     if meta.uid() != me {
@@ -392,7 +392,7 @@ fn warn_once(text: String) {
     static SAID: Mutex<Option<HashSet<String>>> = Mutex::new(None);
     let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
     if said.get_or_insert_with(HashSet::new).insert(text.clone()) {
-        sqtt_config::output::stderr_line(format_args!("sqtt-hipcc: warning: {text}"));
+        sqtt_files::output::stderr_line(format_args!("sqtt-hipcc: warning: {text}"));
     }
 }
 
