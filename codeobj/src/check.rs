@@ -435,16 +435,9 @@ fn report(o: &CheckOptions, prog: &str, out: &mut dyn Write, err: &mut dyn Write
             ok: code == 0,
             exit_code: code,
         };
-        let _ = writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
+        write_json(out, &report);
     }
-    let _ = out.flush();
-    for e in &errors {
-        let _ = writeln!(err, "{prog}: {e}");
-    }
+    finish(prog, out, err, &errors);
     code
 }
 
@@ -533,11 +526,7 @@ fn run_cost(
             ok: code == 0,
             exit_code: code,
         };
-        let _ = writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
+        write_json(out, &report);
     } else if o.csv {
         let _ = writeln!(out, "{}", cost_report::CSV_HEADER);
         for r in &reports {
@@ -548,12 +537,33 @@ fn run_cost(
             let _ = write!(out, "{}", cost_report::render_text(r, o.demangle));
         }
     }
+    finish(
+        prog,
+        out,
+        err,
+        errors.iter().chain(violations.iter().map(|v| &v.message)),
+    );
+    code
+}
+
+/// A report as indented JSON, on a line of its own.
+fn write_json(out: &mut dyn Write, report: &impl serde::Serialize) {
+    let _ = writeln!(
+        out,
+        "{}",
+        serde_json::to_string_pretty(report).unwrap_or_default()
+    );
+}
+
+/// The end of a run: standard output flushed, then each error on stderr after the program's name.
+fn finish<'a>(
+    prog: &str,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    errors: impl IntoIterator<Item = &'a String>,
+) {
     let _ = out.flush();
-    for e in &errors {
+    for e in errors {
         let _ = writeln!(err, "{prog}: {e}");
     }
-    for v in &violations {
-        let _ = writeln!(err, "{prog}: {}", v.message);
-    }
-    code
 }
