@@ -345,7 +345,7 @@ impl<'a> Inflate<'a> {
 
     /// The next `n` bytes (an error when the stream ends first or memory cannot be had).
     fn bytes(&mut self, n: u64) -> Result<Vec<u8>, Error> {
-        let mut buf = sqtt_config::file::zeroed(n as usize).map_err(|e| {
+        let mut buf = sqtt_files::input::zeroed(n as usize).map_err(|e| {
             Error::corrupt(
                 self.origin,
                 self.base,

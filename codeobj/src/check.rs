@@ -19,7 +19,7 @@ use crate::report::{
 use crate::require::Requirement;
 use crate::table::render_code_object;
 use crate::{CodeObject, Error, FuncmapState};
-use sqtt_config::output::printable;
+use sqtt_files::output::printable;
 
 /// The exit statuses of the check (both binaries' help and man pages).
 pub const EXIT_STATUS: &[(&str, &str)] = &[
@@ -357,7 +357,7 @@ pub fn run(o: &CheckOptions, prog: &str, out: &mut dyn Write, err: &mut dyn Writ
     };
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => {}
-        Err(e) if sqtt_config::output::is_broken_pipe(&e) => {}
+        Err(e) if sqtt_files::output::is_broken_pipe(&e) => {}
         Err(e) => {
             let _ = writeln!(err, "{prog}: error: {e}");
             code = code.max(1);
@@ -454,16 +454,9 @@ fn report(o: &CheckOptions, prog: &str, out: &mut dyn Write, err: &mut dyn Write
             ok: code == 0,
             exit_code: code,
         };
-        let _ = writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
+        write_json(out, &report);
     }
-    let _ = out.flush();
-    for e in &errors {
-        let _ = writeln!(err, "{prog}: {e}");
-    }
+    finish(prog, out, err, &errors);
     code
 }
 
@@ -552,11 +545,7 @@ fn run_cost(
             ok: code == 0,
             exit_code: code,
         };
-        let _ = writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
+        write_json(out, &report);
     } else if o.csv {
         let _ = writeln!(out, "{}", cost_report::CSV_HEADER);
         for r in &reports {
@@ -567,12 +556,33 @@ fn run_cost(
             let _ = write!(out, "{}", cost_report::render_text(r, o.demangle));
         }
     }
+    finish(
+        prog,
+        out,
+        err,
+        errors.iter().chain(violations.iter().map(|v| &v.message)),
+    );
+    code
+}
+
+/// A report as indented JSON, on a line of its own.
+fn write_json(out: &mut dyn Write, report: &impl serde::Serialize) {
+    let _ = writeln!(
+        out,
+        "{}",
+        serde_json::to_string_pretty(report).unwrap_or_default()
+    );
+}
+
+/// The end of a run: standard output flushed, then each error on stderr after the program's name.
+fn finish<'a>(
+    prog: &str,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    errors: impl IntoIterator<Item = &'a String>,
+) {
     let _ = out.flush();
-    for e in &errors {
+    for e in errors {
         let _ = writeln!(err, "{prog}: {e}");
     }
-    for v in &violations {
-        let _ = writeln!(err, "{prog}: {}", v.message);
-    }
-    code
 }

@@ -84,7 +84,7 @@ pub fn read_host_file(
                 ),
             ));
         }
-        let data = crate::file::read_at(file, off, size as usize).map_err(io)?;
+        let data = sqtt_files::input::read_at(file, off, size as usize).map_err(io)?;
         if (data.len() as u64) < size {
             return Err(io(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
@@ -224,34 +224,45 @@ pub fn read_code_object(
     bundle: Option<(usize, String)>,
     target_id: Option<String>,
 ) -> Result<CodeObject, Error> {
-    if d.len() as u64 > bundle::MAX_CODE_OBJECT_BYTES {
-        return Err(Error::Corrupt {
-            origin: origin.to_string(),
-            offset: 0,
-            reason: format!(
-                "{location}: a code object of {} bytes; at most {} are read",
-                d.len(),
-                bundle::MAX_CODE_OBJECT_BYTES
-            ),
-        });
-    }
-    with_aligned(d, |d| {
-        read_code_object_aligned(d, origin, location, bundle, target_id)
-    })
-}
-
-fn read_code_object_aligned(
-    d: &[u8],
-    origin: &str,
-    location: &str,
-    bundle: Option<(usize, String)>,
-    target_id: Option<String>,
-) -> Result<CodeObject, Error> {
     let ctx = |what: String| Error::Corrupt {
         origin: origin.to_string(),
         offset: 0,
         reason: format!("{location}: {what}"),
     };
+    if d.len() as u64 > bundle::MAX_CODE_OBJECT_BYTES {
+        return Err(ctx(format!(
+            "a code object of {} bytes; at most {} are read",
+            d.len(),
+            bundle::MAX_CODE_OBJECT_BYTES
+        )));
+    }
+    let found = Found {
+        location,
+        bundle,
+        target_id,
+    };
+    with_aligned(d, |d| read_aligned(d, &ctx, found))
+}
+
+/// Where a code object was found, as its [`CodeObject`] tells.
+struct Found<'a> {
+    location: &'a str,
+    /// Its bundle's index and entry id, when it came from a bundle.
+    bundle: Option<(usize, String)>,
+    /// The target id its bundle entry or section names (else its ELF flags give it).
+    target_id: Option<String>,
+}
+
+/// [`read_code_object`] on 8-byte aligned bytes; `ctx` makes the errors.
+fn read_aligned(
+    d: &[u8],
+    ctx: &dyn Fn(String) -> Error,
+    Found {
+        location,
+        bundle,
+        target_id,
+    }: Found,
+) -> Result<CodeObject, Error> {
     if !is_amdgpu(d) {
         return Err(ctx(
             "not an AMDGPU code object (e_machine is not 0xE0)".into()

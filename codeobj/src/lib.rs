@@ -11,8 +11,8 @@
 //!   and zstd), alone or inside `.hip_fatbin`;
 //! - bare LLVM bitcode (reported as not yet linked).
 //!
-//! Reading runs no external tool, reads the file once (see [`file`]), and never panics on corrupt input: every
-//! inconsistency is an [`Error`] naming the file, the offset and what is wrong.
+//! Reading runs no external tool, reads the file once (with [`sqtt_files::input`]), and never
+//! panics on corrupt input: every inconsistency is an [`Error`] naming the file, the offset and what is wrong.
 //!
 //! The funcmap is parsed and validated by `sqtt-markers` (one parser for the format). The
 //! [`table`] module renders the funcmap table (docs/driver.md, `--check`), [`report`] holds the
@@ -21,12 +21,13 @@
 
 use std::path::Path;
 
+use sqtt_files::input;
+
 mod archive;
 pub mod bundle;
 pub mod check;
 pub mod cost;
 mod elf;
-pub mod file;
 pub mod glob;
 #[cfg(feature = "cli")]
 pub mod manpage;
@@ -218,11 +219,11 @@ pub fn read_path(path: &Path) -> Result<Vec<CodeObject>, Error> {
         path: origin.clone(),
         source,
     };
-    let (file, len) = file::open_regular(path).map_err(io)?;
+    let (file, len) = input::open_regular(path).map_err(io)?;
     if len == 0 {
         return Err(Error::corrupt(&origin, 0, "the file is empty"));
     }
-    let head = file::read_at(&file, 0, 64).map_err(io)?;
+    let head = input::read_at(&file, 0, 64).map_err(io)?;
     if !is_known_format(&head) {
         return Err(Error::Unrecognised { origin });
     }
@@ -248,7 +249,7 @@ pub fn read_path(path: &Path) -> Result<Vec<CodeObject>, Error> {
             format!("it is {len} bytes; at most {MAX_FILE_BYTES} bytes are read"),
         )));
     }
-    let data = file::read_all(&file, len).map_err(io)?;
+    let data = input::read_all(&file, len).map_err(io)?;
     read_bytes(&data, &origin)
 }
 

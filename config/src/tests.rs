@@ -267,7 +267,7 @@ fn only_a_regular_file_of_bounded_size_is_read_as_configuration() {
     let big = dir.join("big.toml");
     std::fs::File::create(&big)
         .unwrap()
-        .set_len(file::MAX_CONFIG_BYTES + 1)
+        .set_len(discover::MAX_CONFIG_BYTES + 1)
         .unwrap();
     for (path, why) in [
         // Nobody writes to the FIFO: this returns only because it is refused before reading.

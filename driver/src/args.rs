@@ -347,7 +347,7 @@ impl Expansion<'_> {
         if let Some(w) = self.files.get(&key) {
             return Ok(w.clone().map(|w| (key, w)));
         }
-        let words = match sqtt_codeobj::file::open_regular(&key) {
+        let words = match sqtt_files::input::open_regular(&key) {
             Err(_) => None,
             Ok((file, len)) => {
                 if len > (MAX_RESPONSE_BYTES - self.read) as u64 {
@@ -356,7 +356,7 @@ impl Expansion<'_> {
                          {MAX_RESPONSE_BYTES} bytes in total; hipcc was not run"
                     ));
                 }
-                match sqtt_codeobj::file::read_all(&file, len) {
+                match sqtt_files::input::read_all(&file, len) {
                     Err(_) => None,
                     Ok(bytes) => {
                         self.read += bytes.len();

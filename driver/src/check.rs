@@ -8,7 +8,7 @@
 //! `--require`, no file, a file that cannot be opened).
 
 use sqtt_codeobj::check::{self, CheckArgs, CheckOptions};
-use sqtt_config::output::stderr_line;
+use sqtt_files::output::stderr_line;
 
 fn usage(msg: &str) -> i32 {
     stderr_line(format_args!("sqtt-hipcc --check: error: {msg}"));
@@ -90,9 +90,9 @@ pub fn main(args: &[String]) -> i32 {
     let o = match parse(args) {
         Ok(Some(o)) => o,
         Ok(None) => {
-            return match sqtt_config::output::print(&help()) {
+            return match sqtt_files::output::print(&help()) {
                 Ok(()) => 0,
-                Err(e) if sqtt_config::output::is_broken_pipe(&e) => 0,
+                Err(e) if sqtt_files::output::is_broken_pipe(&e) => 0,
                 Err(e) => {
                     stderr_line(format_args!("sqtt-hipcc --check: error: {e}"));
                     1
@@ -104,7 +104,7 @@ pub fn main(args: &[String]) -> i32 {
     check::run(
         &o,
         "sqtt-hipcc --check",
-        &mut sqtt_config::output::stdout(),
+        &mut sqtt_files::output::stdout(),
         &mut std::io::stderr().lock(),
     )
 }

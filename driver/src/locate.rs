@@ -15,8 +15,6 @@ use crate::launch::{Invocation, Launcher};
 
 /// File name of the plugin.
 pub const PLUGIN_FILE: &str = "libsqtt_plugin.so";
-/// Set in hipcc's environment: a wrapper that sees it is being called by itself.
-pub const DEPTH_VAR: &str = "SQTT_HIPCC_DEPTH";
 
 fn canon(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
@@ -32,7 +30,7 @@ fn not_executable(p: &Path) -> Option<String> {
     match std::fs::metadata(p) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("does not exist".into()),
         Err(e) => Some(format!("cannot be examined ({e})")),
-        Ok(m) => match sqtt_config::file::not_regular(&m.file_type()) {
+        Ok(m) => match sqtt_files::input::not_regular(&m.file_type()) {
             Some(what) => Some(format!("is {what}, not an executable file")),
             None if m.permissions().mode() & 0o111 == 0 => {
                 Some("is not executable (no x permission)".into())
@@ -196,7 +194,7 @@ pub fn find_plugin(
         let path = PathBuf::from(p);
         return match std::fs::metadata(&path) {
             Err(source) => Err(Error::PluginMissing { path, source }),
-            Ok(m) => match sqtt_config::file::not_regular(&m.file_type()) {
+            Ok(m) => match sqtt_files::input::not_regular(&m.file_type()) {
                 Some(what) => Err(Error::PluginNotRegular { path, what }),
                 None => Ok(path),
             },
@@ -262,7 +260,7 @@ pub fn plugin_info(path: &Path) -> Result<PluginInfo, Error> {
         source,
     };
     // Read, never mapped: a plugin rewritten meanwhile gives an error, never SIGBUS.
-    let data = sqtt_codeobj::file::read_regular(path, 1 << 30, "the plugin").map_err(read_err)?;
+    let data = sqtt_files::input::read_regular(path, 1 << 30, "the plugin").map_err(read_err)?;
     let file = object::File::parse(&*data).map_err(|e| Error::PluginNotSharedObject {
         path: path.to_path_buf(),
         reason: e.to_string(),
@@ -365,7 +363,7 @@ fn hex16(d: &[u8]) -> String {
 /// `$XDG_CACHE_HOME/sqtt-hipcc`, `~/.cache/sqtt-hipcc`, then one under the temporary directory.
 fn cache_candidates(getenv: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
     let mut cands = Vec::new();
-    if let Some(d) = getenv("SQTT_CACHE_DIR").filter(|v| !v.is_empty()) {
+    if let Some(d) = getenv(sqtt_config::var::CACHE_DIR).filter(|v| !v.is_empty()) {
         // Named explicitly: that directory only.
         return vec![PathBuf::from(d)];
     }
@@ -410,7 +408,7 @@ fn fit_cache_dir(dir: &Path, me: u32) -> Result<(), Unfit> {
     }
     let meta = std::fs::metadata(dir).map_err(|_| Unfit::Unusable)?;
     if !meta.is_dir() {
-        let what = sqtt_config::file::not_regular(&meta.file_type()).unwrap_or("a file");
+        let what = sqtt_files::input::not_regular(&meta.file_type()).unwrap_or("a file");
         return Err(Unfit::Untrusted(format!("it is {what}, not a directory")));
     }
     if meta.uid() != me {
@@ -446,7 +444,7 @@ fn warn_once(text: String) {
     static SAID: Mutex<Option<HashSet<String>>> = Mutex::new(None);
     let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
     if said.get_or_insert_with(HashSet::new).insert(text.clone()) {
-        sqtt_config::output::stderr_line(format_args!("sqtt-hipcc: warning: {text}"));
+        sqtt_files::output::stderr_line(format_args!("sqtt-hipcc: warning: {text}"));
     }
 }
 
@@ -729,7 +727,7 @@ pub fn hipcc_clang_major(
     let version = Invocation {
         program: hipcc.to_path_buf(),
         args: vec!["--version".into()],
-        set_env: vec![(DEPTH_VAR.into(), "1".into())],
+        set_env: vec![(sqtt_config::var::HIPCC_DEPTH.into(), "1".into())],
         remove_env: Vec::new(),
         cwd: None,
     };
@@ -888,7 +886,7 @@ mod tests {
             (asked.program.as_path(), &asked.args[..]),
             (hipcc.as_path(), &["--version".to_string()][..])
         );
-        assert_eq!(asked.env(DEPTH_VAR), Some("1"));
+        assert_eq!(asked.env(sqtt_config::var::HIPCC_DEPTH), Some("1"));
         // The second time from the cache: no process.
         let mut again = Recorder::printing("clang version 99.0.0");
         assert_eq!(hipcc_clang_major(&hipcc, &env, &mut again).unwrap(), 18);

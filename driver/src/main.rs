@@ -27,12 +27,12 @@ fn main() {
         // The compiler's status is ours: its exit code, or the signal that killed it.
         Ok(status) => status.pass_on(),
         // A reader that stopped early (`sqtt-hipcc --sqtt-help | head`): quietly, status 0.
-        Err(error::Error::Stdout(e)) if sqtt_config::output::is_broken_pipe(&e) => {
+        Err(error::Error::Stdout(e)) if sqtt_files::output::is_broken_pipe(&e) => {
             std::process::exit(0)
         }
         Err(e) => {
             for line in e.to_string().lines() {
-                sqtt_config::output::stderr_line(format_args!("sqtt-hipcc: error: {line}"));
+                sqtt_files::output::stderr_line(format_args!("sqtt-hipcc: error: {line}"));
             }
             std::process::exit(e.exit_code());
         }

@@ -11,7 +11,7 @@ use sqtt_config::{ConfigError, Origin, Settings};
 use crate::args::{Classified, PluginOptions, StepKind};
 use crate::error::{Error, NamedBy};
 use crate::launch::Invocation;
-use crate::locate::{Configured, DEPTH_VAR};
+use crate::locate::Configured;
 
 /// The things a plan needs from the machine, looked up only when the step needs them.
 pub trait Toolchain {
@@ -125,7 +125,7 @@ pub struct Plan {
 
 /// Refuses to wrap when the wrapper runs below itself (the hipcc it found is sqtt-hipcc).
 pub fn check_not_nested(env: &dyn Fn(&str) -> Option<String>) -> Result<(), Error> {
-    match env(DEPTH_VAR) {
+    match env(sqtt_config::var::HIPCC_DEPTH) {
         Some(v) if !v.is_empty() => Err(Error::CallsItself),
         _ => Ok(()),
     }
@@ -347,7 +347,9 @@ fn build(req: &Request, tools: &mut dyn Toolchain, runner: Runner) -> Result<Pla
     }
     match runner {
         Runner::Wrapper => {
-            command.set_env.push((DEPTH_VAR.into(), "1".into()));
+            command
+                .set_env
+                .push((sqtt_config::var::HIPCC_DEPTH.into(), "1".into()));
             if settings.enabled {
                 command.set_env.extend(owned_env(settings.to_env()));
             }
@@ -435,7 +437,7 @@ fn hipcc_command(req: &Request, hipcc: PathBuf, extra: Vec<String>) -> Invocatio
     Invocation {
         program: hipcc,
         args,
-        set_env: vec![(DEPTH_VAR.into(), "1".into())],
+        set_env: vec![(sqtt_config::var::HIPCC_DEPTH.into(), "1".into())],
         remove_env: Vec::new(),
         cwd: Some(req.cwd.to_path_buf()),
     }

@@ -31,7 +31,7 @@ fn working_directory() -> Result<PathBuf, Error> {
 fn configuration(own: &OwnOptions, cwd: &Path) -> Located {
     let located = sqtt_config::locate_config(own.config.as_deref(), cwd, &env_string);
     for ignored in &located.ignored {
-        sqtt_config::output::stderr_line(format_args!("sqtt-hipcc: warning: {ignored}"));
+        sqtt_files::output::stderr_line(format_args!("sqtt-hipcc: warning: {ignored}"));
     }
     located
 }
@@ -109,7 +109,7 @@ pub fn main(argv: Vec<String>, launcher: &mut dyn Launcher) -> Result<Status, Er
 pub fn execute(plan: &Plan, launcher: &mut dyn Launcher) -> Result<Status, Error> {
     init_trace(plan.verbose);
     for note in &plan.notes {
-        sqtt_config::output::stderr_line(note);
+        sqtt_files::output::stderr_line(note);
     }
     if plan.verbose {
         for line in &plan.trace {
@@ -279,7 +279,7 @@ fn print_flags(
 /// Prints the text of an own option on stdout; a write error (a full disk) is
 /// [`Error::Stdout`], a closed pipe too (`main` ends quietly on that).
 pub fn print(text: &str) -> Result<(), Error> {
-    sqtt_config::output::print(text).map_err(Error::Stdout)
+    sqtt_files::output::print(text).map_err(Error::Stdout)
 }
 
 /// A word as a POSIX shell reads it back: as it is when nothing in it is special to a shell (so

@@ -234,6 +234,15 @@ impl GcVersion {
     pub fn generation(self) -> Option<Generation> {
         Generation::of_major(self.major)
     }
+
+    /// The row of [`TARGETS`] for this GC: the first whose GC has the same major and minor
+    /// (steppings of one GC share its thread-trace registers); None when no row names such a
+    /// GC. What knows a GC by its version asks here (thread-trace's register families).
+    pub fn target(self) -> Option<&'static Target> {
+        TARGETS.iter().find(|t| {
+            t.gc.is_some_and(|gc| (gc.major, gc.minor) == (self.major, self.minor))
+        })
+    }
 }
 
 impl fmt::Display for GcVersion {
@@ -533,6 +542,22 @@ mod tests {
         assert!("a.b.c".parse::<GcVersion>().is_err());
         assert_eq!(row("gfx1101").gc, Some(GcVersion::new(11, 0, 3)));
         assert_eq!(GcVersion::new(10, 3, 0).to_string(), "10.3.0");
+        // A GC's row, for any of its steppings; none for a GC no row names.
+        assert_eq!(GcVersion::new(11, 0, 3).target().unwrap().name, "gfx1100");
+        assert_eq!(GcVersion::new(11, 0, 1).target().unwrap().name, "gfx1100");
+        assert_eq!(GcVersion::new(12, 0, 1).target().unwrap().name, "gfx1200");
+        assert_eq!(GcVersion::new(9, 5, 0).target().unwrap().name, "gfx950");
+        for gc in [(10, 3, 0), (9, 0, 1), (11, 7, 0), (13, 0, 0)] {
+            assert!(
+                GcVersion::new(gc.0, gc.1, gc.2).target().is_none(),
+                "{gc:?}"
+            );
+        }
+        for t in TARGETS {
+            if let Some(gc) = t.gc {
+                assert_eq!(gc.target().unwrap().generation, t.generation, "{}", t.name);
+            }
+        }
     }
 
     #[test]

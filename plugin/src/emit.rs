@@ -139,9 +139,10 @@ impl<'s> Emitter<'s> {
     }
 
     /// Drops the LDS waits of the LLVM < 19 fence form ([`MarkerFence::WavefrontAndLdsWait`])
-    /// where no LDS operation can be outstanding, as the spec's fence does on
-    /// LLVM 19+ (its `s_waitcnt lgkmcnt(0)` appears only after such an operation; llc-22 shows
-    /// this on gfx90a, gfx1030, gfx1100 and gfx1200). So a marker's trailing wait goes (only
+    /// where no LDS operation can be outstanding, as the LDS-only fence does on LLVM 19+
+    /// (docs/format.md section 1, "The sequence around a marker"; its `s_waitcnt lgkmcnt(0)`
+    /// appears only after such an operation; llc-22 shows this on gfx90a, gfx1030, gfx1100 and
+    /// gfx1200). So a marker's trailing wait goes (only
     /// marker work ran since its leading one), as do the leading waits of the later markers of a
     /// run and of markers with no LDS operation before them since the last wait or the kernel's
     /// start. A dropped wait leaves its wavefront fence, which still keeps memory operations
@@ -538,8 +539,8 @@ fn checked_asm(target: &Target, operands: &[Operand]) -> (String, String) {
 
 /// Whether an instruction may issue an LDS operation, the only memory the marker fence orders
 /// (`amdgpu-synchronize-as` `local`): an LDS or flat access, or a call other than the pure
-/// intrinsics around markers. Global, constant and scratch accesses do not count (the spec's
-/// fence does not wait for them either).
+/// intrinsics around markers. Global, constant and scratch accesses do not count (the LLVM
+/// 19+ fence, tagged LDS-only, does not wait for them either).
 fn may_issue_lds(i: Value) -> bool {
     if let Some(f) = i.called_function() {
         return !is_lds_free_intrinsic(f.name_ref());

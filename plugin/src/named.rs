@@ -193,8 +193,8 @@ pub fn adjacent(first: Value, second: Value) -> bool {
 }
 
 /// Whether an exit and the enter after it are directly adjacent, and so fuse into one
-/// `(id << 2) | 3` record (spec: "adjacent exit+enter in the same basic block"; AMD's pass fuses
-/// only a call directly followed by the other). Only what leaves no machine code may stand between:
+/// `(id << 2) | 3` record (docs/format.md section 1, "directly followed"; AMD's pass fuses only
+/// a call directly followed by the other). Only what leaves no machine code may stand between:
 /// debug and lifetime intrinsics (so `-g` does not change the code), and the instructions that
 /// hand the enter its name (at -O0: a cast of the name's stack slot, the store of the string
 /// into it and the load from it). Any other instruction between them, even one without side

@@ -32,7 +32,9 @@ pub fn target_dir() -> PathBuf {
         .unwrap_or_else(|| repo_root().join("target"))
 }
 
-fn profile_dir() -> PathBuf {
+/// The directory of the profile the tests run in (`target/<profile>`), where cargo puts the
+/// binaries it builds.
+pub(crate) fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     // .../target/<profile>/deps/test-xxxx
     exe.parent()

@@ -33,7 +33,7 @@ impl Totals {
         why.extend(trace.file_errors.iter().cloned());
         let why: String = why
             .iter()
-            .map(|w| format!("\n  {}", sqtt_config::output::printable(w)))
+            .map(|w| format!("\n  {}", sqtt_files::output::printable(w)))
             .collect();
         if self.run.records == 0 && self.run.files_bad > 0 {
             return Err(Error::Unusable(format!(

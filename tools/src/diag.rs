@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use sqtt_config::output::printable;
+use sqtt_files::output::printable;
 
 /// Counted warnings: each kind is reported once with its count and the first example.
 #[derive(Debug, Default, Clone)]

@@ -9,7 +9,7 @@ use std::io::Write;
 
 use crate::diag::{kind, Diagnostics};
 use crate::engine::{Marker, Names, ScopeOp, Sink, Wave};
-use sqtt_config::output::printable;
+use sqtt_files::output::printable;
 
 /// Stack trie with cycle weights.
 #[derive(Debug, Default)]

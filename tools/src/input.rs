@@ -119,7 +119,7 @@ pub const MAX_STREAMED_JSON: u64 = 1 << 40;
 /// and at most `max` bytes (`what` names the kind of file in that message).
 pub fn open_input(path: &Path, max: u64, what: &str) -> Result<std::io::Take<File>, Error> {
     use std::io::Read;
-    let (file, len) = sqtt_codeobj::file::open_regular(path).map_err(|e| Error::io(path, e))?;
+    let (file, len) = sqtt_files::input::open_regular(path).map_err(|e| Error::io(path, e))?;
     if len > max {
         return Err(Error::Malformed {
             path: path.to_path_buf(),
@@ -658,7 +658,7 @@ fn read_once(listed: Vec<(u32, PathBuf)>) -> (Vec<(u32, PathBuf)>, Repeated) {
     let mut out = Vec::with_capacity(listed.len().min(1 << 16));
     for (se, p) in listed {
         let again = !names.insert(p.clone())
-            || sqtt_config::output::FileId::of(&p).is_some_and(|id| !files.insert(id));
+            || sqtt_files::output::FileId::of(&p).is_some_and(|id| !files.insert(id));
         if again {
             repeated.count += 1;
             repeated.first.get_or_insert(p);

@@ -23,3 +23,8 @@ pub mod stats;
 pub mod thread_trace;
 
 pub use error::Error;
+
+/// The tests' random numbers: one generator, shared with the integration tests and benches.
+#[cfg(test)]
+#[path = "../tests/support/rng.rs"]
+mod test_rng;

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use sqtt_config::output::printable;
+use sqtt_files::output::printable;
 
 use serde_json::{json, Value};
 

@@ -1,10 +1,10 @@
-//! Output files and standard output: `sqtt_config::output` (the one home of writing outputs for
+//! Output files and standard output: `sqtt_files::output` (the one home of writing outputs for
 //! every command: files written through what their path names, inputs never overwritten, every
 //! write error named), with its errors as the tools' [`Error`]s.
 
 use std::path::Path;
 
-pub use sqtt_config::output::{
+pub use sqtt_files::output::{
     is_broken_pipe, print, printable, stderr_line, stdout, write_error, Inputs, Output, Stdout,
 };
 

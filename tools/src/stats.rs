@@ -5,7 +5,7 @@
 //! instances, from enter to exit (inclusive of nested scopes; one still open at its wave's end
 //! is closed there, as in the flamegraph).
 
-use sqtt_config::output::printable;
+use sqtt_files::output::printable;
 use std::fmt::Write as _;
 
 use rustc_hash::FxHashMap;

@@ -53,27 +53,6 @@ fn by_truth_key(r: &pftrace::Replay) -> BTreeMap<(u64, u64), Vec<sim::PEvent>> {
     out
 }
 
-/// E events carry no name or category (they close the innermost B).
-fn without_end_names(
-    m: &BTreeMap<(u64, u64), Vec<sim::PEvent>>,
-) -> BTreeMap<(u64, u64), Vec<sim::PEvent>> {
-    m.iter()
-        .map(|(k, v)| {
-            let v = v
-                .iter()
-                .map(|e| {
-                    if e.0 == "E" {
-                        ("E".to_string(), String::new(), String::new(), e.3)
-                    } else {
-                        e.clone()
-                    }
-                })
-                .collect();
-            (*k, v)
-        })
-        .collect()
-}
-
 fn run(dir: &Path, out: &Path, clock: Option<f64>, format: Format) -> commands::PerfettoOutput {
     commands::perfetto(
         dir,
@@ -100,7 +79,7 @@ fn protobuf_matches_ground_truth() {
         let rep = pftrace::replay(&pftrace::decode(f));
         events += rep.events.values().map(Vec::len).sum::<usize>();
         let got = by_truth_key(&rep);
-        let want = without_end_names(&truth.perfetto[&ui]);
+        let want = sim::without_end_names(&truth.perfetto[&ui]);
         assert_eq!(
             got.keys().collect::<Vec<_>>(),
             want.keys().collect::<Vec<_>>(),
@@ -231,7 +210,7 @@ fn protobuf_tracks_stay_unique_past_256_instances() {
         .threads
         .values()
         .any(|t| t.name.ends_with("/CU2/SIMD0/W1#299")));
-    let mut want: Vec<Vec<sim::PEvent>> = without_end_names(&truth.perfetto[&s.uis[0].name])
+    let mut want: Vec<Vec<sim::PEvent>> = sim::without_end_names(&truth.perfetto[&s.uis[0].name])
         .into_values()
         .collect();
     let mut have: Vec<Vec<sim::PEvent>> = rep.events.into_values().collect();

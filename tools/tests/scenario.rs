@@ -111,27 +111,6 @@ fn events_by_thread(v: &Value) -> BTreeMap<(u64, u64), Vec<sim::PEvent>> {
     out
 }
 
-/// E events carry no name or category (they close the innermost B).
-fn without_end_names(
-    m: &BTreeMap<(u64, u64), Vec<sim::PEvent>>,
-) -> BTreeMap<(u64, u64), Vec<sim::PEvent>> {
-    m.iter()
-        .map(|(k, v)| {
-            let v = v
-                .iter()
-                .map(|e| {
-                    if e.0 == "E" {
-                        ("E".to_string(), String::new(), String::new(), e.3)
-                    } else {
-                        e.clone()
-                    }
-                })
-                .collect();
-            (*k, v)
-        })
-        .collect()
-}
-
 #[test]
 fn perfetto_matches_ground_truth() {
     let (dir, truth) = setup(3);
@@ -157,7 +136,7 @@ fn perfetto_matches_ground_truth() {
             .trim_end_matches(".perfetto.json")
             .to_string();
         let got = events_by_thread(&v);
-        let want = &without_end_names(&truth.perfetto[&ui]);
+        let want = &sim::without_end_names(&truth.perfetto[&ui]);
         assert_eq!(got.len(), want.len(), "{ui}: threads");
         for (k, evs) in want {
             assert_eq!(got.get(k), Some(evs), "{ui}: thread {k:?}");
@@ -403,7 +382,7 @@ fn perfetto_threads_stay_unique_past_256_instances() {
         .collect();
     assert_eq!(names.len(), 300);
     assert!(names.contains("SE1/CU2/SIMD0/W1#299"));
-    let mut want: Vec<Vec<sim::PEvent>> = without_end_names(&truth.perfetto[&s.uis[0].name])
+    let mut want: Vec<Vec<sim::PEvent>> = sim::without_end_names(&truth.perfetto[&s.uis[0].name])
         .into_values()
         .collect();
     let mut have: Vec<Vec<sim::PEvent>> = got.into_values().collect();

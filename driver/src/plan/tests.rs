@@ -706,6 +706,24 @@ fn the_trace_says_what_runs() {
     assert!(p.trace[0].contains("instrumentation off"), "{:?}", p.trace);
 }
 
+/// `SQTT_VERBOSE` is a setting like the others: a value none of its forms is an error naming the
+/// variable, the value and the forms, and the step does not run (a trace no longer turns on).
+#[test]
+fn a_bad_verbose_value_is_the_settings_error() {
+    for v in ["maybe", "2", "nope"] {
+        let e = given("-c k.hip", &[("SQTT_VERBOSE", v)])
+            .run(None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("SQTT_VERBOSE")
+                && e.contains(&format!("\"{v}\""))
+                && e.contains("0, 1, true, false, on, off, yes or no"),
+            "{v}: {e}"
+        );
+    }
+}
+
 #[test]
 fn a_zero_scope_mask_warns() {
     let p = given("-c k.hip", &[("SQTT_SCOPE_CU", "0")]).plan();

@@ -1119,31 +1119,22 @@ fn header(h: ReadHeader, time: u64, arrival: u64, decode_markers: bool) -> Heade
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A fixed-seed xorshift64 stream.
-    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
-        move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        }
-    }
+    use crate::test_rng::Rng;
 
     /// The demultiplexer's own decoding gives what sqtt-markers' does, for every layout.
     #[test]
     fn header_decoding_is_the_markers_crates() {
         use sqtt_markers::encoding::decode_marker_value_with;
-        let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let known = |id: u32| id.is_multiple_of(3);
         for bits in 0..31 {
             for shift in [0, 1, 4, 8, 20] {
                 let enc = MarkerEncoding::packed(bits, shift);
                 for _ in 0..2000 {
-                    let raw = match next() % 4 {
-                        0 => next() as u32 & 0xff,
+                    let raw = match rng.next() % 4 {
+                        0 => rng.next() as u32 & 0xff,
                         1 => 1,
-                        _ => next() as u32,
+                        _ => rng.next() as u32,
                     };
                     let want = decode_marker_value_with(raw, &enc, known);
                     let got = match Packed::of(&enc) {
@@ -1195,23 +1186,23 @@ mod tests {
 
     #[test]
     fn batches_hand_on_what_one_record_at_a_time_would() {
-        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         let mut seen = (0, 0);
         for case in 0..40 {
-            let n = 1000 + (next() % 60_000) as usize;
+            let n = 1000 + (rng.next() % 60_000) as usize;
             let mut t = 1_000_000u64;
             let records: Vec<Record> = (0..n)
                 .map(|i| {
-                    t += next() % 4;
+                    t += rng.next() % 4;
                     // A chunk's worth of records from long before (a chunk file read out of
                     // its place): each is late, never put back among those already past.
                     if case % 4 == 3 && i == n / 2 {
                         t -= 900_000;
                     }
                     // Mostly in order; now and then a record from a little or a long way back.
-                    let time = match next() % 200 {
-                        0 => t.saturating_sub(next() % 50),
-                        1 if case % 2 == 0 => t.saturating_sub(next() % 100_000),
+                    let time = match rng.next() % 200 {
+                        0 => t.saturating_sub(rng.next() % 50),
+                        1 if case % 2 == 0 => t.saturating_sub(rng.next() % 100_000),
                         _ => t,
                     };
                     Record {

@@ -298,7 +298,7 @@ impl Trace {
         outputs: impl IntoIterator<Item = P>,
         to_stdout: bool,
     ) -> Result<(), Error> {
-        let inputs = sqtt_config::output::Inputs::new(self.input_files());
+        let inputs = sqtt_files::output::Inputs::new(self.input_files());
         for o in outputs {
             inputs.check(o.as_ref()).map_err(Error::BadOutput)?;
         }

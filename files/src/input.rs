@@ -1,6 +1,6 @@
-//! Reading input files safely: only regular files, never blocking, never mapped, bounded. The
-//! one home of this for every crate (this one is the lowest: the configuration file, the
-//! code-object reader `sqtt_codeobj`, the trace tools and the raw thread-trace reader use it).
+//! Reading input files: only regular files, never blocking, never mapped, bounded. Every
+//! crate's inputs are read here: the configuration file, the code objects (`sqtt_codeobj`), the
+//! trace tools' files and the raw thread traces.
 //!
 //! A FIFO, a directory, a device (`/dev/zero`) or a file of a pseudo file system (`/proc`,
 //! `/sys`) is refused with a message saying what it is, before anything is read, so nothing
@@ -15,9 +15,6 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::Path;
-
-/// The largest configuration file read (1 MiB).
-pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// What a non-regular file is, as words for a message (`None`: a regular file).
 pub fn not_regular(ft: &std::fs::FileType) -> Option<&'static str> {
@@ -36,12 +33,6 @@ pub fn not_regular(ft: &std::fs::FileType) -> Option<&'static str> {
     } else {
         Some("not a regular file")
     }
-}
-
-/// The text of a configuration file, or why it cannot be read ("it is a FIFO (named pipe), not
-/// a regular file", "it is 5000000 bytes; ...").
-pub fn read_config(path: &Path) -> io::Result<String> {
-    read_regular_string(path, MAX_CONFIG_BYTES, "a configuration file")
 }
 
 fn invalid(msg: String) -> io::Error {
@@ -188,7 +179,7 @@ mod tests {
 
     #[test]
     fn non_regular_files_are_named_and_never_block() {
-        let dir = std::env::temp_dir().join(format!("sqtt-config-file-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("sqtt-files-input-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         assert_eq!(err(&dir), "it is a directory, not a regular file");
         let fifo = dir.join("fifo");
@@ -210,7 +201,7 @@ mod tests {
 
     #[test]
     fn size_bound_and_contents() {
-        let dir = std::env::temp_dir().join(format!("sqtt-config-size-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("sqtt-files-size-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("f");
         std::fs::write(&f, b"hello").unwrap();

@@ -1,5 +1,5 @@
-//! Writing outputs safely: the one home of this for every command (the trace tools' files,
-//! standard output of `sqtt` and of `sqtt-hipcc`), beside [`crate::file`] for inputs.
+//! Writing outputs: every command's (the trace tools' files, standard output of `sqtt` and of
+//! `sqtt-hipcc`) are written here, beside [`crate::input`] for inputs.
 //!
 //! An output is written through what its path names, never over it:
 //! - a regular file, or a name that does not exist yet, is written to a temporary file in the
