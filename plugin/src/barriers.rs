@@ -10,9 +10,9 @@
 use sqtt_markers::encoding;
 
 use crate::emit::Record;
-use crate::late::Placement;
 use crate::llvm::Value;
 use crate::named::{adjacent, is_barrier_intrinsic, BarrierOp};
+use crate::place::Placement;
 
 /// The IDs of the three barrier markers.
 #[derive(Clone, Copy)]

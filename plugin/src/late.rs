@@ -22,46 +22,11 @@ use crate::funcmap_emit;
 use crate::ledger::{self, EarlyKind, FinalIds, Role};
 use crate::llvm::{Module, Value};
 use crate::memory::{self, MemoryIds};
-use crate::named::{self, place_marker, target_of, At};
+use crate::named;
 use crate::numeric;
+use crate::place::{place_marker, target_of, Placement};
 use crate::scope::ScopeChecks;
 use crate::size::{above, function_size};
-
-/// A marker to place before an instruction.
-pub struct Placement {
-    pub function: Value,
-    pub at: At,
-    pub records: Vec<Record>,
-}
-
-impl Placement {
-    /// A marker right before `at`, which stays.
-    pub fn new(function: Value, at: Value, records: Vec<Record>) -> Placement {
-        Placement {
-            function,
-            at: At::Before(at),
-            records,
-        }
-    }
-
-    /// A marker directly after `at`, which stays (never a terminator).
-    pub fn after(function: Value, at: Value, records: Vec<Record>) -> Placement {
-        Placement {
-            function,
-            at: At::After(at),
-            records,
-        }
-    }
-
-    /// A marker in the place of `at`, which is erased once every marker is placed.
-    pub fn replacing(function: Value, at: Value, records: Vec<Record>) -> Placement {
-        Placement {
-            function,
-            at: At::Replacing(at),
-            records,
-        }
-    }
-}
 
 /// Identity of an early entry across translation units: functions and named markers of the
 /// same name are one marker.
@@ -112,7 +77,7 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
     let mut below: Vec<u64> = Vec::new();
     for e in entries.iter().filter(|e| e.kind == EarlyKind::Function) {
         let size = match m.function(&e.name).filter(|f| !f.is_declaration()) {
-            Some(f) => function_size(f, threshold, &|i| crate::is_sqtt_instruction(m, i)),
+            Some(f) => function_size(f, threshold, &|i| crate::tags::is_sqtt_instruction(m, i)),
             None => e.pre_size,
         };
         if !above(size, threshold) {

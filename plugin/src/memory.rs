@@ -9,8 +9,8 @@ use sqtt_config::MemoryGrouping;
 use sqtt_markers::encoding;
 
 use crate::emit::Record;
-use crate::late::Placement;
 use crate::llvm::{Module, Value};
+use crate::place::Placement;
 use crate::target::addrspace;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +105,7 @@ pub fn placements(
         let mut index = 0usize;
         for i in bb.instructions() {
             // Debug intrinsics and the pass's own markers do not count toward gaps.
-            if crate::is_sqtt_instruction(m, i)
+            if crate::tags::is_sqtt_instruction(m, i)
                 || i.called_function()
                     .is_some_and(|c| c.name_ref().starts_with("llvm.dbg."))
             {

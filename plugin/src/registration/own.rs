@@ -6,7 +6,7 @@
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 
 use crate::compat::sys::prelude::{LLVMModuleRef, LLVMValueRef};
-use crate::{phase_at, phase_named, run_phase, run_prune, ExtensionPoint, Phase};
+use crate::pipeline::{phase_at, phase_named, run_phase, run_prune, ExtensionPoint, Phase};
 
 /// LLVM's `PassPluginLibraryInfo` (llvm/Passes/PassPlugin.h, llvm/Plugins/PassPlugin.h from 22).
 /// register.cpp checks at compile time that the C++ struct has this size.
