@@ -21,6 +21,7 @@ mod numeric;
 mod options;
 mod pipeline;
 mod place;
+mod plan;
 mod prune;
 mod scope;
 mod size;
