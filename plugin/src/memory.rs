@@ -79,11 +79,38 @@ pub fn classify(i: Value) -> Option<MemKind> {
     None
 }
 
-struct Group {
-    kind: MemKind,
-    last: Value,
-    count: u32,
-    last_index: usize,
+/// Where a block's memory markers go: after which of its counted instructions (`ops`, the
+/// kind of each, `None` for one that is no memory operation; debug intrinsics and the pass's own
+/// instructions are not counted), and of which kind. Operations of one kind form groups of up
+/// to `ops_per_marker` with gaps of at most `max_gap` instructions; a change of kind ends a
+/// group, and so does the end of the block.
+pub fn group_ends(ops: &[Option<MemKind>], cfg: MemoryGrouping) -> Vec<(usize, MemKind)> {
+    // The open group: its kind, how many operations it has, and where its last one is.
+    let mut group: Option<(MemKind, u32, usize)> = None;
+    let mut ends = Vec::new();
+    for (index, kind) in ops.iter().enumerate() {
+        let Some(kind) = *kind else { continue };
+        match group.as_mut() {
+            Some((k, count, last)) if *k == kind && index - *last - 1 <= cfg.max_gap as usize => {
+                *count += 1;
+                *last = index;
+            }
+            _ => {
+                if let Some((k, _, last)) = group.take() {
+                    ends.push((last, k));
+                }
+                group = Some((kind, 1, index));
+            }
+        }
+        if let Some((k, count, last)) = group {
+            if count == cfg.ops_per_marker {
+                ends.push((last, k));
+                group = None;
+            }
+        }
+    }
+    ends.extend(group.map(|(k, _, last)| (last, k)));
+    ends
 }
 
 pub fn placements(
@@ -101,47 +128,20 @@ pub fn placements(
         vec![Record::Const(encoding::point(id))]
     };
     for bb in f.blocks() {
-        let mut group: Option<Group> = None;
-        let mut index = 0usize;
-        for i in bb.instructions() {
-            // Debug intrinsics and the pass's own markers do not count toward gaps.
-            if crate::tags::is_sqtt_instruction(m, i)
-                || i.called_function()
-                    .is_some_and(|c| c.name_ref().starts_with("llvm.dbg."))
-            {
-                continue;
-            }
-            index += 1;
-            let Some(kind) = classify(i) else { continue };
-            let joins = group.as_ref().is_some_and(|g| {
-                g.kind == kind && index - g.last_index - 1 <= cfg.max_gap as usize
-            });
-            if joins {
-                let g = group.as_mut().expect("group");
-                g.count += 1;
-                g.last = i;
-                g.last_index = index;
-            } else {
-                if let Some(g) = group.take() {
-                    out.push(Placement::after(f, g.last, marker(g.kind)));
-                }
-                group = Some(Group {
-                    kind,
-                    last: i,
-                    count: 1,
-                    last_index: index,
-                });
-            }
-            if group
-                .as_ref()
-                .is_some_and(|g| g.count == cfg.ops_per_marker)
-            {
-                let g = group.take().expect("group");
-                out.push(Placement::after(f, g.last, marker(g.kind)));
-            }
-        }
-        if let Some(g) = group.take() {
-            out.push(Placement::after(f, g.last, marker(g.kind)));
+        // Debug intrinsics and the pass's own markers do not count toward gaps.
+        let counted: Vec<Value> = bb
+            .instructions()
+            .into_iter()
+            .filter(|i| {
+                !crate::tags::is_sqtt_instruction(m, *i)
+                    && !i
+                        .called_function()
+                        .is_some_and(|c| c.name_ref().starts_with("llvm.dbg."))
+            })
+            .collect();
+        let kinds: Vec<Option<MemKind>> = counted.iter().map(|i| classify(*i)).collect();
+        for (at, kind) in group_ends(&kinds, cfg) {
+            out.push(Placement::after(f, counted[at], marker(kind)));
         }
     }
 }

@@ -100,7 +100,7 @@ pub fn resolve_name(arg: Value) -> Option<String> {
 /// Instructions that may stand between an exit and an enter that are still "adjacent": debug
 /// intrinsics, and side-effect-free work or stores into allocas (what an unoptimised wrapper
 /// does to pass the name).
-fn is_transparent(i: Value) -> bool {
+pub fn is_transparent(i: Value) -> bool {
     if let Some(f) = i.called_function() {
         let n = f.name_ref();
         return n.starts_with("llvm.dbg.") || n.starts_with("llvm.lifetime.");
@@ -109,11 +109,6 @@ fn is_transparent(i: Value) -> bool {
         return i.operand(1).strip_pointer_casts().is_alloca();
     }
     !i.may_have_side_effects()
-}
-
-/// [`is_transparent`] for the other instrumentation modules.
-pub fn is_transparent_pub(i: Value) -> bool {
-    is_transparent(i)
 }
 
 /// The barrier intrinsics the pass knows.
@@ -175,21 +170,6 @@ pub fn collect(m: Module, f: Value) -> Result<Vec<Vec<Call>>, String> {
         }
     }
     Ok(blocks)
-}
-
-/// Whether only transparent instructions lie between two instructions of one block.
-pub fn adjacent(first: Value, second: Value) -> bool {
-    let mut cur = first.next();
-    while let Some(i) = cur {
-        if i == second {
-            return true;
-        }
-        if !is_transparent(i) {
-            return false;
-        }
-        cur = i.next();
-    }
-    false
 }
 
 /// Whether an exit and the enter after it are directly adjacent, and so fuse into one
