@@ -95,3 +95,48 @@ pub fn placements(f: Value, ids: BarrierIds, out: &mut Vec<Placement>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL: Seen = Seen::Barrier(BarrierOp::Full);
+    const SIGNAL: Seen = Seen::Barrier(BarrierOp::Signal);
+    const WAIT: Seen = Seen::Barrier(BarrierOp::Wait);
+    const T: Seen = Seen::Transparent;
+    const O: Seen = Seen::Other;
+
+    /// `s_barrier`: `barrier` before it; `s_barrier_wait` alone: `barrier_wait` before it.
+    #[test]
+    fn full_barrier_and_lone_wait_are_marked_before() {
+        assert_eq!(marks(&[O, FULL, O]), [(1, Mark::Barrier)]);
+        assert_eq!(marks(&[WAIT, O]), [(0, Mark::Wait)]);
+    }
+
+    /// A signal and the wait after it, with only transparent instructions between, are one
+    /// `barrier` before the wait.
+    #[test]
+    fn signal_then_wait_is_one_barrier() {
+        assert_eq!(marks(&[SIGNAL, T, T, WAIT, O]), [(3, Mark::Barrier)]);
+        assert_eq!(marks(&[SIGNAL, WAIT, O]), [(1, Mark::Barrier)]);
+    }
+
+    /// Work between them separates them: `barrier_signal` after the signal, `barrier_wait`
+    /// before the wait.
+    #[test]
+    fn signal_and_wait_apart_are_two_markers() {
+        assert_eq!(
+            marks(&[SIGNAL, T, O, WAIT]),
+            [(1, Mark::Signal), (3, Mark::Wait)]
+        );
+    }
+
+    /// A second signal before the wait: the first is alone, the second pairs.
+    #[test]
+    fn only_the_last_signal_pairs() {
+        assert_eq!(
+            marks(&[SIGNAL, SIGNAL, WAIT, O]),
+            [(1, Mark::Signal), (2, Mark::Barrier)]
+        );
+    }
+}

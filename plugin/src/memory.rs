@@ -145,3 +145,62 @@ pub fn placements(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const L: Option<MemKind> = Some(MemKind::Load);
+    const S: Option<MemKind> = Some(MemKind::Store);
+    const X: Option<MemKind> = None;
+
+    fn grouping(ops_per_marker: u32, max_gap: u32) -> MemoryGrouping {
+        MemoryGrouping {
+            ops_per_marker,
+            max_gap,
+        }
+    }
+
+    /// A group closes at N operations; what is left closes at the end of the block.
+    #[test]
+    fn a_group_closes_at_n_operations() {
+        assert_eq!(
+            group_ends(&[L, L, L], grouping(2, 5)),
+            [(1, MemKind::Load), (2, MemKind::Load)]
+        );
+        assert_eq!(
+            group_ends(&[S, X, S], grouping(1, 5)),
+            [(0, MemKind::Store), (2, MemKind::Store)]
+        );
+    }
+
+    /// A gap of M instructions joins; one more ends the group.
+    #[test]
+    fn a_gap_of_more_than_m_ends_a_group() {
+        assert_eq!(group_ends(&[L, X, L], grouping(4, 1)), [(2, MemKind::Load)]);
+        assert_eq!(
+            group_ends(&[L, X, X, L], grouping(4, 1)),
+            [(0, MemKind::Load), (3, MemKind::Load)]
+        );
+        assert_eq!(
+            group_ends(&[L, L, X, L], grouping(8, 0)),
+            [(1, MemKind::Load), (3, MemKind::Load)]
+        );
+    }
+
+    /// A load after stores (or the other way) starts a new group, whatever the gap.
+    #[test]
+    fn a_change_of_kind_ends_a_group() {
+        assert_eq!(
+            group_ends(&[L, S, S, L], grouping(4, 5)),
+            [(0, MemKind::Load), (2, MemKind::Store), (3, MemKind::Load)]
+        );
+    }
+
+    /// No memory operation, no marker.
+    #[test]
+    fn no_operations_no_markers() {
+        assert!(group_ends(&[X, X, X], grouping(1, 0)).is_empty());
+        assert!(group_ends(&[], grouping(1, 0)).is_empty());
+    }
+}
