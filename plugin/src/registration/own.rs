@@ -1,7 +1,7 @@
 //! The plugin's own registration (LLVM 19 and later): `llvmGetPassPluginInfo`, which LLVM's
 //! plugin loader looks up, is defined here (a definition inside the C++ static library would not
-//! be exported from the cdylib); `shim/register.cpp` wraps [`crate::run_phase`] in a C++ module
-//! pass and adds it at the pass builder's hooks.
+//! be exported from the cdylib); `shim/register.cpp` wraps [`crate::pipeline::run_phase`] in a
+//! C++ module pass and adds it at the pass builder's hooks.
 
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 
