@@ -36,11 +36,12 @@ enum Ev {
 fn slot_for(g: Generation, raw: (u32, u32, u32, u32)) -> Slot {
     let (sa, wgp, simd, slot) = raw;
     match g {
+        // CDNA SIMDs have wave slots 0 to 9.
         Generation::Gfx9 => Slot {
             sa: sa & 1,
             wgp: wgp & 0xF,
             simd: simd & 3,
-            slot: slot & 0xF,
+            slot: (slot & 0xF) % 10,
         },
         Generation::Gfx11 => Slot {
             sa: sa & 1,
@@ -242,8 +243,10 @@ fn key(g: Generation, sa: u32, wgp: u32, simd: u32, slot: u32) -> Slot {
     slot_for(g, (sa, wgp, simd, slot))
 }
 
+/// RDNA: a second start of a slot before its end means the first's end was lost, and the first
+/// is dropped. CDNA (AMD's decoder): a start on a running slot is no new wave, the first stays.
 #[test]
-fn a_second_start_drops_the_first() {
+fn a_second_start_drops_the_first_on_rdna_and_is_ignored_on_cdna() {
     for g in ALL {
         let k = key(g, 1, 3, 2, 5);
         let mut e = Encoder::new(g);
@@ -256,8 +259,38 @@ fn a_second_start_drops_the_first() {
         let ws = waves(&gpu(g), &e.bytes());
         assert_eq!(ws.len(), 1, "{g:?}");
         let s = e.scale();
-        assert_eq!((ws[0].start, ws[0].stop), (10 * s, 17 * s), "{g:?}");
+        let start = if g == Generation::Gfx9 { 0 } else { 10 * s };
+        assert_eq!((ws[0].start, ws[0].stop), (start, 17 * s), "{g:?}");
     }
+}
+
+/// CDNA: AMD's decoder keys a running wave by CU, SIMD and slot without the shader array: a
+/// start in the other array of a running slot is no new wave, and its end ends the first.
+#[test]
+fn cdna_slots_ignore_the_shader_array() {
+    let g = Generation::Gfx9;
+    let (a, b) = (key(g, 1, 3, 2, 5), key(g, 0, 3, 2, 5));
+    let mut e = Encoder::new(g);
+    e.start(a, false);
+    e.gap(10);
+    e.start(b, false);
+    e.gap(7);
+    e.end(b, false);
+    e.gap(2);
+    e.end(a, false);
+    e.flush();
+    let ws = waves(&gpu(g), &e.bytes());
+    assert_eq!(ws, e.waves.iter().map(|x| x.wave).collect::<Vec<_>>());
+    assert_eq!(
+        ws,
+        vec![Wave {
+            cu: 3 | 1 << 4,
+            simd: 2,
+            slot: 5,
+            start: 0,
+            stop: 68
+        }]
+    );
 }
 
 #[test]
@@ -281,7 +314,8 @@ fn an_end_without_a_start_is_dropped() {
 #[test]
 fn waves_come_in_the_order_they_end_and_name_their_unit() {
     for g in ALL {
-        let (a, b) = (key(g, 1, 7, 3, 15), key(g, 0, 2, 1, 3));
+        let top = if g == Generation::Gfx9 { 9 } else { 15 };
+        let (a, b) = (key(g, 1, 7, 3, top), key(g, 0, 2, 1, 3));
         let mut e = Encoder::new(g);
         e.start(a, true);
         e.gap(1);
@@ -310,7 +344,7 @@ fn waves_come_in_the_order_they_end_and_name_their_unit() {
                 Wave {
                     cu: 7 | (1 << shift),
                     simd: 3,
-                    slot: 15,
+                    slot: top,
                     start: 0,
                     stop: 33 * s
                 },
