@@ -37,6 +37,8 @@ enum Command {
     Memory(MemoryArgs),
     /// The waves of one shader engine's raw thread trace.
     Waves(tt::WavesArgs),
+    /// The shader-data records (s_ttracedata) of one shader engine's raw thread trace.
+    Shaderdata(sqtt_tools::records::ShaderDataArgs),
     /// The realtime markers of one shader engine's raw thread trace and the clock they fit.
     Clock(tt::ClockArgs),
     /// The PM4 packets that start or stop a thread trace.
@@ -255,6 +257,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Waves(a) => tt::run_waves(&a, &mut std::io::stdout().lock())?,
         Command::Clock(a) => tt::run_clock(&a, &mut std::io::stdout().lock())?,
+        Command::Shaderdata(a) => {
+            sqtt_tools::records::run_shaderdata(&a, &mut std::io::stdout().lock())?
+        }
         Command::ThreadTrace(a) => tt::run_thread_trace(&a, &mut std::io::stdout().lock())?,
         Command::Memory(a) => {
             let p = progress();

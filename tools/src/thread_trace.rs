@@ -195,7 +195,7 @@ impl GpuArgs {
         Ok(w)
     }
 
-    fn decodable(&self) -> Result<(Shape, Generation)> {
+    pub(crate) fn decodable(&self) -> Result<(Shape, Generation)> {
         let s = self.shape()?;
         let g = s.gpu.generation().ok_or_else(|| {
             usage(format!(
@@ -215,7 +215,7 @@ const MAX_TRACE_BYTES: u64 = 16 << 30;
 /// the opened descriptor (a file swapped between the check and the read is still refused), read
 /// with `pread` no further than the descriptor's size when opened, and at most
 /// [`MAX_TRACE_BYTES`]. A file truncated while it is read is an error, never a signal.
-fn read_trace(path: &std::path::Path) -> Result<Vec<u8>> {
+pub(crate) fn read_trace(path: &std::path::Path) -> Result<Vec<u8>> {
     use sqtt_config::file;
     let (f, len) = file::open_regular(path).with_context(|| path.display().to_string())?;
     if len > MAX_TRACE_BYTES {
@@ -228,7 +228,7 @@ fn read_trace(path: &std::path::Path) -> Result<Vec<u8>> {
 }
 
 /// Warns when an RDNA file's header names another layout than the GPU's.
-fn check_layout(path: &std::path::Path, gpu: &Gpu, g: Generation, data: &[u8]) {
+pub(crate) fn check_layout(path: &std::path::Path, gpu: &Gpu, g: Generation, data: &[u8]) {
     let Some(want) = sqtt_thread_trace::decode::layout(g) else {
         return;
     };
@@ -242,6 +242,22 @@ fn check_layout(path: &std::path::Path, gpu: &Gpu, g: Generation, data: &[u8]) {
         None => eprintln!("warning: {} does not start with an SQTT layout header", path.display()),
     }
 }
+
+/// Warns when the decoder stopped before the end of `path`'s bytes: the file and the byte
+/// offset, and why (a cut or a corrupt stream).
+pub(crate) fn warn_stop(path: &std::path::Path, summary: &sqtt_thread_trace::decode::Summary) {
+    if let Some(stop) = summary.stop {
+        eprintln!(
+            "warning: {}: decoding stopped: {stop}; what follows is not read",
+            path.display()
+        );
+    }
+}
+
+/// A decoder sink that keeps nothing.
+struct NoSink;
+
+impl sqtt_thread_trace::decode::Sink for NoSink {}
 
 /// `sqtt waves`: the waves of one engine's trace.
 #[derive(Debug, Clone, Args)]
@@ -260,7 +276,9 @@ pub fn run_waves(args: &WavesArgs, out: &mut dyn Write) -> Result<()> {
     let (shape, g) = args.gpu.decodable()?;
     let data = read_trace(&args.file)?;
     check_layout(&args.file, &shape.gpu, g, &data);
-    let ws = waves::waves(&shape.gpu, &data);
+    let mut ws = Vec::new();
+    let summary = waves::waves_into(&shape.gpu, &data, &mut ws);
+    warn_stop(&args.file, &summary);
     if args.json {
         for w in &ws {
             serde_json::to_writer(&mut *out, w)?;
@@ -314,6 +332,10 @@ pub fn run_clock(args: &ClockArgs, out: &mut dyn Write) -> Result<()> {
     let gpu = &shape.gpu;
     let data = read_trace(&args.file)?;
     check_layout(&args.file, gpu, g, &data);
+    warn_stop(
+        &args.file,
+        &sqtt_thread_trace::decode::decode(g, &data, &mut NoSink),
+    );
     let ms = waves::markers(gpu, &data);
     let map = waves::clock(gpu, &data);
     if args.json {
