@@ -10,6 +10,7 @@
 #   tools         trace_dir    the whole trace-directory pipeline (filenames.json, shaderdata,
 #                              occupancy.json, code.json through `sqtt stats` and `sqtt memory`)
 #   thread-trace  decoders     the thread-trace decoders, wave pairing, markers, clock
+#   thread-trace  raw_records  the decoders' shader-data records (fields, order, a stop's prefix)
 # The fuzz crates are workspaces of their own, built into one target directory so that their
 # common dependencies build once. It and the corpora live in SQTT_FUZZ_DIR (default
 # /var/cache/sqtt-fuzz, beside the lanes' chroots, so a fresh clone does not rebuild the
@@ -33,7 +34,8 @@ if [ -z "${SQTT_FUZZ_DIR:-}" ] && ! mkdir -p "$out" 2>/dev/null; then
 fi
 export RUSTC_BOOTSTRAP=1
 
-ALL=(codeobj:code_object codeobj:funcmap tools:shaderdata tools:trace_dir thread-trace:decoders)
+ALL=(codeobj:code_object codeobj:funcmap tools:shaderdata tools:trace_dir thread-trace:decoders
+  thread-trace:raw_records)
 targets=()
 if [ $# -gt 0 ]; then
   for want in "$@"; do
@@ -79,7 +81,7 @@ seed() { # crate target corpus
   local ext=""
   case $target in
   code_object) ext=co ;;
-  decoders) ext=att ;;
+  decoders | raw_records) ext=att ;;
   esac
   [ -z "$ext" ] && return 0
   local f

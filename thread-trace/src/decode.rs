@@ -721,6 +721,21 @@ impl Running {
     }
 }
 
+/// The wave slot a CDNA token names, if it names one above 9 (no CDNA SIMD has it): AMD's
+/// decoder rejects the stream there.
+#[inline(always)]
+fn cdna_bad_slot(w: u64) -> Option<u8> {
+    let ty = (w & 0xF) as usize;
+    if CDNA_SPECIAL & (1 << ty) == 0 {
+        return None;
+    }
+    let slot = match ty {
+        CDNA_INST | CDNA_INST_PC => (w >> 5) & 0xF,
+        _ => (w >> 10) & 0xF,
+    };
+    (slot > 9).then_some(slot as u8)
+}
+
 /// Sets the time at a TIME_RESET from the next TIMESTAMP after word `from` (before any other
 /// TIME_RESET), and gives the word of that TIMESTAMP (or of the other TIME_RESET), which the
 /// walk then drops.
@@ -730,7 +745,8 @@ fn time_reset(data: &[u8], from: usize, n: usize, time: &mut u64, base: &mut i64
         let w = words4(data, j);
         let ty = (w & 0xF) as usize;
         let len = CDNA_WORDS[ty] as usize;
-        if j + len > n {
+        // The stream ends, or goes wrong, before a TIMESTAMP: nothing to re-anchor to.
+        if j + len > n || cdna_bad_slot(w).is_some() {
             return None;
         }
         if ty == CDNA_TIMESTAMP {
@@ -792,12 +808,8 @@ fn cdna<S: Sink>(data: &[u8], sink: &mut S) -> Summary {
         }
         let delta = ((w >> 4) & CDNA_DELTA[ty]) * 4;
         if CDNA_SPECIAL & (1 << ty) != 0 && !nop {
-            let slot = match ty {
-                CDNA_INST | CDNA_INST_PC => (w >> 5) & 0xF,
-                _ => (w >> 10) & 0xF,
-            };
-            if slot > 9 {
-                stop = Some(StopReason::BadSlot { slot: slot as u8 });
+            if let Some(slot) = cdna_bad_slot(w) {
+                stop = Some(StopReason::BadSlot { slot });
                 break;
             }
             time = time.wrapping_add(delta);

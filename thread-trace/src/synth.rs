@@ -67,6 +67,9 @@ pub struct Encoder {
     /// GFX9: the offset the first time reset set, and the TIMESTAMP a reset still owes.
     base: i64,
     owed_stamp: Option<u64>,
+    /// GFX9: where each time reset starts and where its TIMESTAMP ends (`usize::MAX` while it
+    /// is owed), in bits.
+    resets: Vec<(usize, usize)>,
     /// The waves, in the order they end.
     pub waves: Vec<Expected>,
     /// The realtime markers.
@@ -93,6 +96,7 @@ impl Encoder {
             ext_open: false,
             base: 0,
             owed_stamp: None,
+            resets: Vec::new(),
             waves: Vec::new(),
             markers: Vec::new(),
             records: Vec::new(),
@@ -371,7 +375,8 @@ impl Encoder {
         );
     }
 
-    /// A shader-data record of wave `s`: `Full` writes `value`, `Imm` its low 8 bits.
+    /// A shader-data record of wave `s`: `Full` writes `value`, `Imm` its low 8 bits (on GFX9,
+    /// which has no immediate form, in a full packet).
     pub fn shader_data(&mut self, s: Slot, value: u32, form: Form, inline: bool) {
         self.shader_data_flags(s, value, form, 0, inline);
     }
@@ -380,8 +385,13 @@ impl Encoder {
     /// record AMD's decoder drops), on GFX12 `sdt` (0 to 3; not 0 is a privileged record);
     /// nothing on GFX9.
     pub fn shader_data_flags(&mut self, s: Slot, value: u32, form: Form, flag: u32, inline: bool) {
-        let imm = form == Form::Imm;
-        let value = if imm { value & 0xFF } else { value };
+        // GFX9 has no s_ttracedata_imm: its records are all of the full form.
+        let imm = form == Form::Imm && !self.gfx9();
+        let value = if form == Form::Imm {
+            value & 0xFF
+        } else {
+            value
+        };
         let mut keep = true;
         let mut flags = u8::from(imm) * SHADER_DATA_IMM;
         match self.generation {
@@ -466,6 +476,7 @@ impl Encoder {
             | (u64::from(s.slot & 0x1F) << 17)
             | (u64::from(value) << 22);
         self.packet(u128::from(v), if imm { 7 } else { 13 });
+        let end_bit = self.bit_len();
         self.put(0, 1);
         let delta = 1 + 4 * u64::from(bit7);
         self.time += delta;
@@ -477,10 +488,7 @@ impl Encoder {
             wave: (s.slot & 0x1F) as u8,
             flags: u8::from(imm) * SHADER_DATA_IMM,
         };
-        self.records.push(ExpectedRecord {
-            record,
-            end_bit: self.bit_len(),
-        });
+        self.records.push(ExpectedRecord { record, end_bit });
     }
 
     /// GFX9: a MISC TIME_RESET, which AMD's decoder resolves with the next TIMESTAMP, written by
@@ -490,6 +498,7 @@ impl Encoder {
         assert!(self.gfx9(), "time resets are GFX9's");
         self.stamp();
         let d = self.inline_delta(true, 255);
+        self.resets.push((self.bit_len(), usize::MAX));
         self.put(u128::from((d << 4) | (1 << 13)), 1);
         let stamp = (((absolute & ((1 << 48) - 1)) << 18) as i64) >> 18;
         let now = self.time as i64;
@@ -507,7 +516,21 @@ impl Encoder {
         if let Some(a) = self.owed_stamp.take() {
             self.flush();
             self.put(1 | (u128::from(a & ((1 << 48) - 1)) << 16), 4);
+            let end = self.bit_len();
+            if let Some(r) = self.resets.last_mut() {
+                r.1 = end;
+            }
         }
+    }
+
+    /// Whether the times the encoder recorded hold for the first `n` bytes: not when they cut
+    /// a time reset from the TIMESTAMP that resolves it (GFX9).
+    pub fn times_hold_within(&self, n: usize) -> bool {
+        let owed_end = self.bit_len() + 64;
+        self.resets.iter().all(|&(at, stamp)| {
+            let stamp = if stamp == usize::MAX { owed_end } else { stamp };
+            at >= 8 * n || stamp <= 8 * n
+        })
     }
 
     /// A packet of no time: NOP on RDNA, MISC of delta 0 on CDNA.

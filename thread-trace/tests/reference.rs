@@ -280,12 +280,60 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// The pinned expectations (tests/data/amd-decoder): the real captures' and a few synthetic
+/// streams' waves and records as AMD's decoder gives them, which `pinned.rs` checks without it.
+/// Written when `SQTT_REFERENCE_WRITE` names the directory.
+fn write_pinned(amd: &amd::Amd, dir: &Path) {
+    use serde_json::{json, Map, Value};
+    let synthetic = dir.join("synthetic");
+    std::fs::create_dir_all(&synthetic).unwrap();
+    let mut files = Map::new();
+    let mut entry = |name: String, out: &amd::Output| {
+        let mut waves = amd::pair(&out.events);
+        waves.sort();
+        let mut records = out.records.clone();
+        records.sort();
+        files.insert(
+            name,
+            json!({
+                "status": out.status,
+                "waves": waves.iter().map(|w| json!([w.0, w.1, w.2, w.3, w.4])).collect::<Vec<_>>(),
+                "records": records.iter().map(|r| json!([r.0, r.1, r.2, r.3, r.4, r.5])).collect::<Vec<_>>(),
+            }),
+        );
+    };
+    for (_, name, data) in captures() {
+        entry(format!("sqtt-captures/{name}"), &amd.decode(&data));
+    }
+    for g in [Generation::Gfx9, Generation::Gfx11, Generation::Gfx12] {
+        for seed in 0..4u64 {
+            let data = stream(g, 1000 + seed, 600, false).bytes();
+            let name = format!("{g}_{seed}.att");
+            std::fs::write(synthetic.join(&name), &data).unwrap();
+            entry(format!("amd-decoder/synthetic/{name}"), &amd.decode(&data));
+        }
+    }
+    let library = std::env::var(amd::VAR).unwrap_or_default();
+    let doc = json!({
+        "decoder": Path::new(&library).file_name().map(|f| f.to_string_lossy().into_owned()),
+        "files": Value::Object(files),
+    });
+    std::fs::write(
+        dir.join("expected.json"),
+        serde_json::to_string(&doc).unwrap() + "\n",
+    )
+    .unwrap();
+}
+
 #[test]
 fn agrees_with_amds_decoder() {
     let Some(amd) = amd::Amd::from_env() else {
         eprintln!("{} is not set: AMD's decoder is not compared", amd::VAR);
         return;
     };
+    if let Some(dir) = std::env::var_os("SQTT_REFERENCE_WRITE") {
+        write_pinned(&amd, Path::new(&dir));
+    }
     let mut tallies: BTreeMap<(String, &str), Tally> = BTreeMap::new();
     for (g, name, data) in captures() {
         let gpu = gpu_of(g);

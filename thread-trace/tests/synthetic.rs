@@ -3,8 +3,8 @@
 //! bytes (which must never panic).
 
 use proptest::prelude::*;
-use sqtt_thread_trace::decode::{decode, Sink};
-use sqtt_thread_trace::synth::{Encoder, Slot};
+use sqtt_thread_trace::decode::{decode, shader_data, Sink};
+use sqtt_thread_trace::synth::{Encoder, Form, Slot};
 use sqtt_thread_trace::{clock, markers, waves, GcVersion, Generation, Gpu, Marker, Wave};
 
 fn gpu(g: Generation) -> Gpu {
@@ -31,6 +31,19 @@ enum Ev {
     Marker(u64),
     Nop,
     Other(usize, u128),
+    /// Shader data: key, value, imm, flag (GFX11 exec, GFX12 sdt), inline.
+    Data(usize, u32, bool, u32, bool),
+    /// WAVE_START_EXT: key, inline, extensions, NOPs before each.
+    StartExt(usize, bool, usize, usize),
+    /// RDNA: a context save or restore.
+    Context(usize, bool),
+    /// GFX9: a time reset to this absolute stamp, and the stamp it owes.
+    Reset(u64),
+    Stamp,
+    /// RDNA: a TIMESTAMP with realtime and PL set (no time).
+    StampLost(u64),
+    /// GFX12: a shader-data packet in a slot of RDNA 3's sizes.
+    Rdna3Code(usize, u32, bool, bool),
 }
 
 fn slot_for(g: Generation, raw: (u32, u32, u32, u32)) -> Slot {
@@ -79,6 +92,22 @@ fn write(g: Generation, keys: &[Slot], evs: &[Ev]) -> Encoder {
             }
             Ev::Nop => e.nop(),
             Ev::Other(pick, payload) => e.other(pick, payload),
+            Ev::Data(k, v, imm, flag, inline) => {
+                let form = if imm { Form::Imm } else { Form::Full };
+                e.shader_data_flags(keys[k % keys.len()], v, form, flag, inline);
+            }
+            Ev::StartExt(k, inline, exts, nops) => {
+                e.start_ext(keys[k % keys.len()], inline, exts, nops)
+            }
+            Ev::Context(k, save) if g != Generation::Gfx9 => e.context(keys[k % keys.len()], save),
+            Ev::Reset(a) if g == Generation::Gfx9 => e.time_reset(a),
+            Ev::Stamp => e.stamp(),
+            Ev::StampLost(f) => e.stamp_lost(f),
+            Ev::Rdna3Code(k, v, imm, bit7) if g == Generation::Gfx12 => {
+                let form = if imm { Form::Imm } else { Form::Full };
+                e.shader_data_rdna3_code(keys[k % keys.len()], v, form, bit7);
+            }
+            Ev::Context(..) | Ev::Reset(_) | Ev::Rdna3Code(..) => {}
         }
     }
     e.flush();
@@ -94,6 +123,14 @@ fn events(far: u64) -> impl Strategy<Value = Vec<Ev>> {
         1 => (1u64..8).prop_map(Ev::Marker),
         1 => Just(Ev::Nop),
         2 => (any::<usize>(), any::<u128>()).prop_map(|(p, v)| Ev::Other(p, v)),
+        2 => (0usize..8, any::<u32>(), any::<bool>(), prop_oneof![3 => Just(0u32), 1 => 0u32..4], any::<bool>())
+            .prop_map(|(k, v, imm, f, i)| Ev::Data(k, v, imm, f, i)),
+        1 => (0usize..8, any::<bool>(), 0usize..3, 0usize..2).prop_map(|(k, i, x, n)| Ev::StartExt(k, i, x, n)),
+        1 => (0usize..8, any::<bool>()).prop_map(|(k, s)| Ev::Context(k, s)),
+        1 => (1u64 << 30..1 << 44).prop_map(Ev::Reset),
+        1 => Just(Ev::Stamp),
+        1 => any::<u64>().prop_map(Ev::StampLost),
+        1 => (0usize..8, any::<u32>(), any::<bool>(), any::<bool>()).prop_map(|(k, v, imm, b)| Ev::Rdna3Code(k, v, imm, b)),
     ];
     prop::collection::vec(ev, 0..80)
 }
@@ -175,17 +212,43 @@ proptest! {
         prop_assert_eq!(markers(&gpu(g), &bytes), e.markers.clone());
         let mut t = Times { last: 0, monotonic: true };
         decode(g, &bytes, &mut t);
-        prop_assert!(t.monotonic);
+        // GFX9's time resets may set the time back (AMD's decoder re-anchors to the stamp).
+        prop_assert!(t.monotonic || evs.iter().any(|e| matches!(e, Ev::Reset(_))) && g == Generation::Gfx9);
     }
 
-    /// Every prefix of a stream decodes to the waves whose end's packet it holds.
+    /// Every prefix of a stream decodes to the waves and the shader-data records whose packets
+    /// it holds whole; a prefix that cuts a packet says where.
     #[test]
     fn cut_at_every_byte((g, keys, evs) in case()) {
         let e = write(g, &keys, &evs);
         let bytes = e.bytes();
         for n in 0..=bytes.len() {
-            prop_assert_eq!(waves(&gpu(g), &bytes[..n]), e.waves_within(n), "{} bytes", n);
+            let ws = waves(&gpu(g), &bytes[..n]);
+            let (records, summary) = shader_data(g, &bytes[..n]);
+            if !e.times_hold_within(n) {
+                // A GFX9 time reset whose TIMESTAMP is cut off: other times, the same count.
+                prop_assert_eq!(ws.len(), e.waves_within(n).len());
+                prop_assert_eq!(records.len(), e.records_within(n).len());
+                continue;
+            }
+            prop_assert_eq!(ws, e.waves_within(n), "{} bytes", n);
+            prop_assert_eq!(records, e.records_within(n), "{} bytes", n);
+            if let Some(stop) = summary.stop {
+                prop_assert!(stop.offset <= n);
+            }
         }
+    }
+
+    /// A stream's shader-data records, as AMD's decoder reports them, in stream order; exec
+    /// records (GFX11) none, sdt ones (GFX12) privileged.
+    #[test]
+    fn records_round_trip((g, keys, evs) in case()) {
+        let e = write(g, &keys, &evs);
+        let mut bytes = e.bytes();
+        bytes.extend_from_slice(&PADDING);
+        let (records, summary) = shader_data(g, &bytes);
+        prop_assert_eq!(records, e.all_records());
+        prop_assert_eq!(summary.stop, None);
     }
 
     /// The clock passes through the markers and maps a time on the line of the two around it,
