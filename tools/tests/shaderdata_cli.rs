@@ -115,24 +115,39 @@ fn cut_and_corrupt_traces_warn_where_decoding_stopped() {
         data("amd-decoder/synthetic/gfx11_1.att").to_str().unwrap(),
         "--json",
     ]));
-    // Cut in the middle: a prefix of the records, and the offset of the cut packet.
+    // Cut in the middle: a prefix of the records and, where a packet is cut, its offset.
     let cut = dir.path().join("cut.att");
-    std::fs::write(&cut, &whole[..whole.len() / 2 + 1]).unwrap();
-    let o = sqtt(&[
-        "shaderdata",
-        "--gpu",
-        "gfx1100",
-        cut.to_str().unwrap(),
-        "--json",
-    ]);
-    let got = json_records(&o);
-    assert!(!got.is_empty() && got.len() < all.len());
-    assert_eq!(got[..], all[..got.len()]);
-    let err = stderr(&o);
-    assert!(
-        err.contains("cut.att") && err.contains("ends inside a packet at byte"),
-        "{err}"
-    );
+    let mut warned = 0;
+    for n in whole.len() / 2..whole.len() / 2 + 16 {
+        std::fs::write(&cut, &whole[..n]).unwrap();
+        let o = sqtt(&[
+            "shaderdata",
+            "--gpu",
+            "gfx1100",
+            cut.to_str().unwrap(),
+            "--json",
+        ]);
+        let got = json_records(&o);
+        assert!(!got.is_empty() && got.len() < all.len());
+        assert_eq!(got[..], all[..got.len()]);
+        let err = stderr(&o);
+        if err.is_empty() {
+            continue;
+        }
+        assert!(
+            err.contains("cut.att") && err.contains("ends inside a packet at byte"),
+            "{err}"
+        );
+        let at: usize = err
+            .split("at byte ")
+            .nth(1)
+            .and_then(|s| s.split(';').next())
+            .and_then(|s| s.parse().ok())
+            .expect("a byte offset");
+        assert!(at < n && at + 9 >= n, "{n} bytes: {err}");
+        warned += 1;
+    }
+    assert!(warned > 8, "{warned} of 16 cuts warned");
     // Corrupt from byte 1000 on: bytes of no packet type; the records before, and a warning.
     let bad = dir.path().join("corrupt.att");
     let mut b = whole.clone();
