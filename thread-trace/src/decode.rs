@@ -910,6 +910,17 @@ pub fn header_layout(data: &[u8]) -> Option<u8> {
     (w & 0x7F == 0b0010001).then_some(((w >> 7) & 0x3F) as u8)
 }
 
+/// AMD's compute unit ([`ShaderData::cu`], the `cu` of its occupancy records) of the wave a
+/// [`Sink`] names by its Rig-style `cu`: on RDNA the WGP plus the shader array shifted left by 7,
+/// on GFX9 the 4-bit CU (the shader array dropped).
+pub fn amd_cu(generation: Generation, cu: u32) -> u8 {
+    match generation {
+        Generation::Gfx9 => (cu & 0xF) as u8,
+        Generation::Gfx11 => ((cu & 7) + ((cu >> 3 & 1) << 7)) as u8,
+        _ => ((cu & 0xF) + ((cu >> 4 & 1) << 7)) as u8,
+    }
+}
+
 /// The shader-data records of `data`, one engine's bytes as `generation`'s engines write them,
 /// in stream order, and what the decoder saw.
 pub fn shader_data(generation: Generation, data: &[u8]) -> (Vec<ShaderData>, Summary) {

@@ -52,7 +52,7 @@ impl Totals {
 }
 
 fn open(dir: &Path, opts: &Options, progress: &dyn Progress) -> Result<Trace, Error> {
-    let trace = Trace::open_with(dir, &opts.code_objects)?;
+    let trace = Trace::open_route(dir, &opts.code_objects, opts.input)?;
     progress.set_total(trace.shaderdata_bytes());
     Ok(trace)
 }

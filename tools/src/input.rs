@@ -28,6 +28,9 @@ pub struct UiDir {
     pub shaderdata: Vec<(u32, PathBuf)>,
     /// `(codeobj_id, path)`: the code object files nearest this directory, one per ID.
     pub code_object_files: Vec<(u64, PathBuf)>,
+    /// A dispatch's raw traces instead (`shaderdata` then lists its `.att` files by shader
+    /// engine): see [`crate::raw`].
+    pub raw: Option<std::sync::Arc<crate::raw::RawDomain>>,
 }
 
 /// A whole output directory.
@@ -370,6 +373,7 @@ impl UiDir {
                 gfxip,
                 shaderdata,
                 code_object_files: Vec::new(),
+                raw: None,
             },
             warning,
         ))
@@ -589,6 +593,25 @@ pub struct Occupancy {
     pub present: bool,
 }
 
+/// A slot's waves from its occupancy rows `(time, start, kernel_id)`: by time, an end before a
+/// start at one instant; an end closes the wave still open, if any.
+pub fn wave_spans(mut rows: Vec<(u64, bool, u64)>) -> Vec<WaveSpan> {
+    rows.sort_by_key(|(t, start, _)| (*t, *start));
+    let mut spans: Vec<WaveSpan> = Vec::new();
+    for (t, start, kernel_id) in rows {
+        if start {
+            spans.push(WaveSpan {
+                start: t,
+                end: None,
+                kernel_id,
+            });
+        } else if let Some(s) = spans.last_mut().filter(|s| s.end.is_none()) {
+            s.end = Some(t);
+        }
+    }
+    spans
+}
+
 /// The code object ID of the C++ writer's fallback kernel name `"<co> / 0x<addr>"`.
 pub fn fallback_name_codeobj(name: &str) -> Option<u64> {
     let (co, addr) = name.trim().split_once(" / ")?;
@@ -645,22 +668,8 @@ impl Occupancy {
             error: e,
         })?;
         let mut slots = FxHashMap::default();
-        for (key, mut rs) in rows {
-            // By time; at one instant an end goes before a start.
-            rs.sort_by_key(|(t, start, _)| (*t, *start));
-            let mut spans: Vec<WaveSpan> = Vec::new();
-            for (t, start, kernel_id) in rs {
-                if start {
-                    spans.push(WaveSpan {
-                        start: t,
-                        end: None,
-                        kernel_id,
-                    });
-                } else if let Some(s) = spans.last_mut().filter(|s| s.end.is_none()) {
-                    s.end = Some(t);
-                }
-            }
-            slots.insert(key, spans);
+        for (key, rs) in rows {
+            slots.insert(key, wave_spans(rs));
         }
         for (kid, name) in &dispatches {
             if let Some(co) = fallback_name_codeobj(name) {

@@ -17,6 +17,7 @@ pub mod input;
 pub mod memory;
 pub mod output;
 pub mod perfetto;
+pub mod raw;
 pub mod records;
 pub mod shaderdata;
 pub mod stats;

@@ -55,6 +55,11 @@ struct FuncmapArgs {
 struct Common {
     /// A rocprofv3 --att output directory (or one ui_output_* directory in it).
     dir: PathBuf,
+    /// Which form of the capture to read: raw (the .att traces of the run, decoded here), decoded
+    /// (the ui_output_* directories AMD's decoder wrote), or auto: raw when the run's kernel
+    /// trace names their kernels, else decoded, else raw as a best effort.
+    #[arg(long, value_name = "auto|raw|decoded", default_value = "auto")]
+    input: sqtt_tools::raw::Route,
     /// Demangle C++ names.
     #[arg(long)]
     demangle: bool,
@@ -78,6 +83,7 @@ impl Common {
             code_objects: self.code_object.clone(),
             short_names: self.short_names,
             demangle: self.demangle,
+            input: self.input,
         }
     }
 }

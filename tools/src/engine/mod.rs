@@ -19,6 +19,7 @@ mod catalog;
 mod clock;
 mod deliver;
 mod demux;
+mod raw_pass;
 mod spill;
 
 use std::path::Path;
@@ -52,6 +53,9 @@ pub struct Options {
     /// Files (an executable or code objects) whose funcmaps serve the dispatches whose code
     /// object the directory does not hold (`--code-object`).
     pub code_objects: Vec<std::path::PathBuf>,
+    /// Which form of the capture to read: the raw traces or the `ui_output_*` directories
+    /// (`--input`).
+    pub input: crate::raw::Route,
 }
 
 impl Options {
@@ -72,6 +76,7 @@ impl Default for Options {
             demangle: false,
             short_names: false,
             code_objects: Vec::new(),
+            input: crate::raw::Route::Auto,
         }
     }
 }
@@ -238,11 +243,21 @@ impl Trace {
     /// Opens a trace directory, with `code_objects` (`--code-object` files) as the funcmap
     /// source of dispatches whose code object the directory does not hold.
     pub fn open_with(path: &Path, code_objects: &[std::path::PathBuf]) -> Result<Trace, Error> {
+        Trace::open_route(path, code_objects, crate::raw::Route::Auto)
+    }
+
+    /// [`Trace::open_with`], reading the form of the capture `route` picks
+    /// ([`crate::raw::open`]).
+    pub fn open_route(
+        path: &Path,
+        code_objects: &[std::path::PathBuf],
+        route: crate::raw::Route,
+    ) -> Result<Trace, Error> {
         let mut extra = Vec::new();
         for f in code_objects {
             extra.extend(read_option_code_objects(f)?);
         }
-        let dir = TraceDir::open(path)?;
+        let dir = crate::raw::open(path, route)?;
         let mut diag = Diagnostics::default();
         for w in &dir.warnings {
             diag.warn(kind::BAD_FILE, || w.clone());
@@ -279,7 +294,10 @@ impl Trace {
     ) -> Result<RunStats, Error> {
         let codeobjs = ui.code_objects(&self.files, &mut self.diag);
         let occ_path = ui.path.join("occupancy.json");
-        let occ = if occ_path.is_file() {
+        let occ = if let Some(raw) = &ui.raw {
+            // Its waves are added as its traces are decoded.
+            raw.occupancy()
+        } else if occ_path.is_file() {
             match Occupancy::read(&occ_path) {
                 Ok(o) => o,
                 Err(e) => {
@@ -316,9 +334,9 @@ impl Trace {
             first.want_addr = sink.wants_addresses();
             first.log = spill::Spill::new().ok();
             if first.log.is_some() {
-                demux.pass::<_, { demux::RECORD }>(ui, &mut first, &NoBytes)?;
+                demux.pass_ui::<_, { demux::RECORD }>(ui, &mut first, &NoBytes)?;
             } else {
-                demux.pass::<_, { demux::SURVEY }>(ui, &mut first, &NoBytes)?;
+                demux.pass_ui::<_, { demux::SURVEY }>(ui, &mut first, &NoBytes)?;
             }
             let events = first.log.take().and_then(spill::Spill::finish);
             let diag = std::mem::take(&mut first.diag);
@@ -334,7 +352,7 @@ impl Trace {
             demux.reset();
         }
         let mut pass = Pass::new(&mut catalog, &mut clocks, names, sink);
-        demux.pass::<_, { demux::DIRECT }>(ui, &mut pass, progress)?;
+        demux.pass_ui::<_, { demux::DIRECT }>(ui, &mut pass, progress)?;
         self.diag.merge(&pass.diag);
         self.file_errors.append(&mut demux.file_errors);
         Ok(demux.stats)
