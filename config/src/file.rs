@@ -128,17 +128,29 @@ pub fn read_all(file: &File, len: u64) -> io::Result<Vec<u8>> {
 /// message of a file too large ("a configuration file").
 pub fn read_regular(path: &Path, max: u64, what: &str) -> io::Result<Vec<u8>> {
     let (file, len) = open_regular(path)?;
+    read_opened(&file, len, max, what)
+}
+
+/// Reads all of a file [`open_regular`] opened (`len`: its size then), refusing more than `max`
+/// bytes.
+pub fn read_opened(file: &File, len: u64, max: u64, what: &str) -> io::Result<Vec<u8>> {
     if len > max {
         return Err(invalid(format!(
             "it is {len} bytes; {what} may have at most {max} bytes"
         )));
     }
-    read_all(&file, len)
+    read_all(file, len)
 }
 
 /// [`read_regular`] as UTF-8 text.
 pub fn read_regular_string(path: &Path, max: u64, what: &str) -> io::Result<String> {
-    String::from_utf8(read_regular(path, max, what)?).map_err(|e| {
+    let (file, len) = open_regular(path)?;
+    read_opened_string(&file, len, max, what)
+}
+
+/// [`read_opened`] as UTF-8 text.
+pub fn read_opened_string(file: &File, len: u64, max: u64, what: &str) -> io::Result<String> {
+    String::from_utf8(read_opened(file, len, max, what)?).map_err(|e| {
         io::Error::new(
             io::ErrorKind::InvalidData,
             format!("it is not UTF-8 text ({e})"),

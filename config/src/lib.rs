@@ -11,11 +11,15 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub mod discover;
 pub mod docs;
 pub mod file;
 mod parse;
 pub mod setting;
+pub mod show;
+pub mod trust;
 
+pub use discover::{locate_config, ConfigFile, Ignored, Located};
 pub use setting::{Setting, SETTINGS};
 
 /// Name of the configuration file looked up from the working directory upward.
@@ -35,6 +39,8 @@ pub mod var {
     pub const VERBOSE: &str = setting::VERBOSE.var;
     /// Driver only: path of sqtt.toml.
     pub const CONFIG: &str = "SQTT_CONFIG";
+    /// Directories whose `sqtt.toml` is used whoever owns it (`:`-separated; `DIR/*`, `*`).
+    pub const SAFE_DIRECTORY: &str = "SQTT_SAFE_DIRECTORY";
     /// Driver only: path of the plugin shared object.
     pub const PLUGIN: &str = "SQTT_PLUGIN";
     /// Set by the driver on `-fgpu-rdc` compile steps: the plugin only places bare markers and
@@ -223,6 +229,20 @@ pub enum Origin {
     Option(&'static str),
 }
 
+impl Origin {
+    /// Where the value of `row` comes from when the settings have one: its variable when that is
+    /// set (a variable wins over the file), else the key of `file`.
+    pub fn of(row: &Setting, file: Option<&Path>, get: &dyn Fn(&str) -> Option<String>) -> Origin {
+        match file {
+            Some(path) if get(row.var).is_none_or(|v| v.trim().is_empty()) => Origin::File {
+                path: path.to_path_buf(),
+                key: row.key.to_string(),
+            },
+            _ => Origin::Env(row.var),
+        }
+    }
+}
+
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -237,13 +257,18 @@ impl fmt::Display for Origin {
 /// accepted forms.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{origin} has the invalid value {value:?}; accepted: {expected}")]
+    #[error("{origin} has the invalid value {}; accepted: {expected}", show::quoted(.value))]
     BadValue {
         origin: Origin,
         value: String,
         expected: String,
     },
-    #[error("{path}: unknown key `{key}`{hint}; known keys: {known}", path = .path.display(), hint = hint_text(.suggestion))]
+    #[error(
+        "{path}: unknown key `{key}`{hint}; known keys: {known}",
+        path = .path.display(),
+        key = show::cut(.key),
+        hint = hint_text(.suggestion)
+    )]
     UnknownKey {
         path: PathBuf,
         key: String,
@@ -320,8 +345,8 @@ impl Settings {
         Settings::load_with_options(file, get, |_| None)
     }
 
-    /// The plugin's view: [`Settings::load`], then every given plugin option over it
-    /// (`option(name)` returns the value of `-name=VALUE` when it was given).
+    /// [`Settings::load`], then every given plugin option over it (`option(name)` returns the
+    /// value of `-name=VALUE` when it was given).
     pub fn load_with_options<F, O>(
         file: Option<&Path>,
         get: F,
@@ -331,15 +356,37 @@ impl Settings {
         F: Fn(&str) -> Option<String>,
         O: Fn(&str) -> Option<String>,
     {
+        let file = file.map(ConfigFile::read).transpose()?;
+        Settings::from_sources(file.as_ref(), get, option)
+    }
+
+    /// The settings of the configuration [`locate_config`] found (the driver's and the plugin's
+    /// view): its file, the variables over it, the plugin options over both.
+    pub fn located<F, O>(located: &Located, get: F, option: O) -> Result<Settings, ConfigError>
+    where
+        F: Fn(&str) -> Option<String>,
+        O: Fn(&str) -> Option<String>,
+    {
+        let file = located.file.clone().transpose()?;
+        Settings::from_sources(file.as_ref(), get, option)
+    }
+
+    /// A configuration file's text (if any), then the variables, then the plugin options.
+    pub fn from_sources<F, O>(
+        file: Option<&ConfigFile>,
+        get: F,
+        option: O,
+    ) -> Result<Settings, ConfigError>
+    where
+        F: Fn(&str) -> Option<String>,
+        O: Fn(&str) -> Option<String>,
+    {
         let mut s = Settings::default();
         let mut keys = Vec::new();
-        if let Some(path) = file {
-            let text = file::read_config(path).map_err(|e| ConfigError::Unreadable {
-                path: path.to_path_buf(),
-                reason: e.to_string(),
-            })?;
-            keys = parse::apply_toml(&mut s, &text, path)?;
+        if let Some(f) = file {
+            keys = parse::apply_toml(&mut s, &f.text, &f.path)?;
         }
+        let file = file.map(|f| f.path.as_path());
         let vars = s.apply_env(&get)?;
         let options = s.apply_options(&option)?;
         // A conflict names the option that set a setting, else the key of the file for a
@@ -495,19 +542,6 @@ impl Settings {
 /// Whether `row` is among the settings `set`.
 fn set_by(set: &[&Setting], row: &Setting) -> bool {
     set.iter().any(|s| s.var == row.var)
-}
-
-/// Finds `sqtt.toml` in `start` or the nearest directory above it.
-pub fn find_config_file(start: &Path) -> Option<PathBuf> {
-    let mut dir = Some(start);
-    while let Some(d) = dir {
-        let candidate = d.join(CONFIG_FILE_NAME);
-        if candidate.is_file() {
-            return Some(candidate);
-        }
-        dir = d.parent();
-    }
-    None
 }
 
 #[cfg(test)]

@@ -120,10 +120,17 @@ pub(crate) fn apply_value(
 
 /// The closest known key, for a "did you mean" hint.
 fn suggest(key: &str) -> Option<String> {
+    let len = key.chars().count();
     SETTINGS
         .iter()
-        .map(|row| (edit_distance(key, row.key), row.key))
-        .filter(|(d, k)| *d <= 3.max(k.len() / 4))
+        .filter_map(|row| {
+            let most = 3.max(row.key.len() / 4);
+            // The distance is at least the difference in length: a key far longer than any
+            // known one (a 900 KB line) is not compared character by character.
+            (len.abs_diff(row.key.len()) <= most)
+                .then(|| (edit_distance(key, row.key), row.key))
+                .filter(|(d, _)| *d <= most)
+        })
         .min()
         .map(|(_, k)| k.to_string())
 }

@@ -294,6 +294,11 @@ pub fn by_key(key: &str) -> Option<&'static Setting> {
     SETTINGS.iter().find(|s| s.key == key)
 }
 
+/// The row of a plugin option (`sqtt-marker-mem-barrier`, without the leading `-`).
+pub fn by_option(option: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.option == Some(option))
+}
+
 /// The rows of the instrumentation settings, each with its plugin option.
 pub fn instrumentation() -> impl Iterator<Item = &'static Setting> {
     SETTINGS.iter().filter(|s| s.is_instrumentation())

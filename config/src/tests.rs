@@ -165,11 +165,12 @@ fn toml_file_and_env_precedence() {
     let dir = std::env::temp_dir().join(format!("sqtt-config-test-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("a/b")).unwrap();
     std::fs::write(dir.join(CONFIG_FILE_NAME), text).unwrap();
-    let found = find_config_file(&dir.join("a/b")).unwrap();
-    assert_eq!(found, dir.join(CONFIG_FILE_NAME));
-    let s = Settings::load(
-        Some(&found),
+    let found = locate_config(None, &dir.join("a/b"), &env(&[]));
+    assert_eq!(found.path(), Some(dir.join(CONFIG_FILE_NAME).as_path()));
+    let s = Settings::located(
+        &found,
         env(&[("SQTT_MEM_BARRIER", "fence"), ("SQTT_SCOPE_CU", "")]),
+        |_| None,
     )
     .unwrap();
     assert_eq!(s.mem_barrier, MemBarrier::Fence, "variable wins over file");
@@ -675,4 +676,45 @@ fn a_generated_table_replaces_only_the_text_between_its_marker_lines() {
     );
     assert!(g.apply("no markers\n").is_none());
     assert!(g.apply(&format!("{}\nno end\n", docs::BEGIN)).is_none());
+}
+
+#[test]
+fn a_long_bad_value_is_cut_in_the_message() {
+    // Issue 25: a 900 KB value was echoed whole.
+    let big = "Z".repeat(900_000);
+    let e = Settings::from_env(env(&[("SQTT_SCOPE_CU", &big)])).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.len() < 1000, "{} bytes", msg.len());
+    assert!(
+        msg.starts_with(&format!(
+            "environment variable SQTT_SCOPE_CU has the invalid value \"{}\"... (900000 bytes in \
+             all); accepted: ",
+            "Z".repeat(160)
+        )),
+        "{msg}"
+    );
+    let e = Settings::from_toml_str(&format!("{big} = 1"), &p()).unwrap_err();
+    assert!(e.to_string().len() < 1500, "{} bytes", e.to_string().len());
+}
+
+#[test]
+fn the_origin_of_a_value_is_the_variable_when_set_else_the_file() {
+    let file = Some(Path::new("/src/sqtt.toml"));
+    let row = &setting::HIPCC;
+    assert_eq!(
+        Origin::of(row, file, &env(&[])).to_string(),
+        "key `hipcc` in /src/sqtt.toml"
+    );
+    for set in [&[("SQTT_HIPCC", "/x")][..], &[]] {
+        let f = if set.is_empty() { None } else { file };
+        assert_eq!(
+            Origin::of(row, f, &env(set)).to_string(),
+            "environment variable SQTT_HIPCC"
+        );
+    }
+    // An empty variable counts as unset.
+    assert_eq!(
+        Origin::of(row, file, &env(&[("SQTT_HIPCC", " ")])).to_string(),
+        "key `hipcc` in /src/sqtt.toml"
+    );
 }

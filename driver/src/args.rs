@@ -428,6 +428,94 @@ impl Expansion<'_> {
     }
 }
 
+/// The user's plugin options, taken out of the arguments: the wrapper folds them into the
+/// settings (they win over the variables and the file, as in the plugin) and passes the result
+/// on in its own spelling, to the compilers that load the plugin only (a plain `-mllvm` also
+/// reaches lld, which knows no such option and fails).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PluginOptions {
+    /// The arguments without them.
+    pub rest: Vec<String>,
+    /// `(option, value)` in the order given: `("sqtt-marker-mem-barrier", "none")`.
+    pub given: Vec<(String, String)>,
+}
+
+impl PluginOptions {
+    /// The value given last for `option` (as LLVM takes the last occurrence).
+    pub fn value(&self, option: &str) -> Option<String> {
+        self.given
+            .iter()
+            .rev()
+            .find(|(o, _)| o == option)
+            .map(|(_, v)| v.clone())
+    }
+}
+
+/// What a plugin option of the user looks like: `-sqtt-marker-NAME=VALUE` (LLVM also takes
+/// `--sqtt-marker-...`).
+const PLUGIN_OPTION_PREFIX: &str = "sqtt-marker-";
+
+/// Takes the plugin options out of `args` (not out of `@files`, which pass unchanged), in the
+/// three spellings that reach clang's cc1: `-mllvm OPT`, `-mllvm=OPT` and `-Xclang -mllvm -Xclang
+/// OPT`. Values of other options are skipped as [`OPTIONS`] says (`-Xlinker -mllvm` is the
+/// linker's). An option of the plugin's prefix that it does not have, or without a value, is an
+/// error naming it and the known ones.
+pub fn take_plugin_options(args: &[String]) -> Result<PluginOptions, String> {
+    let mut out = PluginOptions::default();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let at = |k: usize| args.get(i + k).map(String::as_str);
+        let (option, used) = if a == "-mllvm" {
+            (at(1), 2)
+        } else if let Some(v) = a.strip_prefix("-mllvm=") {
+            (Some(v), 1)
+        } else if a == "-Xclang" && at(1) == Some("-mllvm") && at(2) == Some("-Xclang") {
+            (at(3), 4)
+        } else {
+            (None, 0)
+        };
+        let name = option.and_then(|o| {
+            o.strip_prefix("--")
+                .or_else(|| o.strip_prefix('-'))
+                .filter(|n| n.starts_with(PLUGIN_OPTION_PREFIX))
+        });
+        if let (Some(name), Some(spelled)) = (name, option) {
+            let given = args[i..i + used].join(" ");
+            let (name, value) = name.split_once('=').ok_or_else(|| {
+                format!(
+                    "the plugin option {spelled} (in `{}`) needs a value: -mllvm {spelled}=VALUE",
+                    sqtt_config::show::cut(&given)
+                )
+            })?;
+            if sqtt_config::setting::by_option(name).is_none() {
+                let known: Vec<String> = sqtt_config::setting::instrumentation()
+                    .filter_map(|r| r.option.map(|o| format!("-{o}")))
+                    .collect();
+                return Err(format!(
+                    "unknown plugin option -{} (in `{}`); the plugin's options are {}",
+                    sqtt_config::show::cut(name),
+                    sqtt_config::show::cut(&given),
+                    known.join(", ")
+                ));
+            }
+            out.given.push((name.to_string(), value.to_string()));
+            i += used;
+            continue;
+        }
+        // Another argument, with the value it takes.
+        let takes = if a.starts_with('-') {
+            lookup(a).map_or(0, |(_, _, separate)| usize::from(separate))
+        } else {
+            0
+        };
+        let end = (i + 1 + takes).min(args.len());
+        out.rest.extend(args[i..end].iter().cloned());
+        i = end;
+    }
+    Ok(out)
+}
+
 /// Classifies an argument vector (without the program name; `@files` already expanded).
 pub fn classify(args: &[String]) -> Classified {
     let mut c = Classified {
@@ -608,6 +696,53 @@ mod tests {
         assert_eq!(cl("-oout k.hip").output, Some(PathBuf::from("out")));
         assert_eq!(cl("-x hip k.txt").sources, vec![PathBuf::from("k.txt")]);
         assert_eq!(cl("-xnone k.txt").objects, vec![PathBuf::from("k.txt")]);
+    }
+
+    fn taken(s: &str) -> Result<PluginOptions, String> {
+        take_plugin_options(&shell_words::split(s).unwrap())
+    }
+
+    #[test]
+    fn plugin_options_are_taken_out_in_every_spelling() {
+        let p = taken(
+            "-c k.hip -mllvm -sqtt-marker-mem-barrier=none -O2 -mllvm=--sqtt-marker-scope-cu=-1 \
+             -Xclang -mllvm -Xclang -sqtt-marker-mem-barrier=asm -o k.o",
+        )
+        .unwrap();
+        assert_eq!(p.rest, ["-c", "k.hip", "-O2", "-o", "k.o"]);
+        assert_eq!(p.value("sqtt-marker-mem-barrier").as_deref(), Some("asm"));
+        assert_eq!(p.value("sqtt-marker-scope-cu").as_deref(), Some("-1"));
+        assert_eq!(p.value("sqtt-marker-scope-wg"), None);
+        // Other LLVM options, and values of other options, stay.
+        let keep = "-mllvm -amdgpu-early-inline-all=true -Xclang -mllvm -Xclang -x \
+                    -Xlinker -mllvm -Xlinker -sqtt-marker-mem-barrier=none -o -mllvm k.hip";
+        let p = taken(keep).unwrap();
+        assert_eq!(p.rest, shell_words::split(keep).unwrap());
+        assert!(p.given.is_empty());
+        // A trailing -mllvm is hipcc's to report.
+        assert_eq!(
+            taken("-c k.hip -mllvm").unwrap().rest,
+            ["-c", "k.hip", "-mllvm"]
+        );
+    }
+
+    #[test]
+    fn unknown_plugin_options_and_missing_values_are_errors() {
+        let e = taken("-c k.hip -mllvm -sqtt-marker-mem-barier=none").unwrap_err();
+        assert!(
+            e.starts_with(
+                "unknown plugin option -sqtt-marker-mem-barier (in `-mllvm \
+                 -sqtt-marker-mem-barier=none`); the plugin's options are \
+                 -sqtt-marker-instrument-functions, "
+            ),
+            "{e}"
+        );
+        let e = taken("-Xclang -mllvm -Xclang -sqtt-marker-scope-cu").unwrap_err();
+        assert_eq!(
+            e,
+            "the plugin option -sqtt-marker-scope-cu (in `-Xclang -mllvm -Xclang \
+             -sqtt-marker-scope-cu`) needs a value: -mllvm -sqtt-marker-scope-cu=VALUE"
+        );
     }
 
     #[test]

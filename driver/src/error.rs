@@ -4,31 +4,64 @@
 //! input or settings, nothing run, nothing written). A compiler that fails is no error of ours:
 //! its status is passed on as it is (see `launch::Status`).
 
+use std::fmt;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use sqtt_config::show::{cut, quoted};
 
 use crate::locate::{plugin_build_command, plugin_feature, PLUGIN_FILE};
+
+/// A path or argument for a message, cut when very long ([`sqtt_config::show`]).
+fn shown(p: &Path) -> String {
+    cut(&p.display().to_string()).into_owned()
+}
+
+/// Who named a compiler the wrapper was to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NamedBy {
+    /// `SQTT_HIPCC`, or the `hipcc` key of a sqtt.toml.
+    Setting(sqtt_config::Origin),
+    /// `--sqtt-flags=CLANG`.
+    FlagsOption,
+    /// `--sqtt-launch CMD`.
+    LaunchCommand,
+}
+
+impl fmt::Display for NamedBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NamedBy::Setting(origin) => write!(f, "{origin}"),
+            NamedBy::FlagsOption => write!(f, "--sqtt-flags"),
+            NamedBy::LaunchCommand => write!(f, "--sqtt-launch"),
+        }
+    }
+}
 
 /// A failure of the wrapper.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     // Own options.
     #[error(
-        "unknown option {0}; sqtt-hipcc's own options are --sqtt-config=PATH, --sqtt-verbose, \
+        "unknown option {}; sqtt-hipcc's own options are --sqtt-config=PATH, --sqtt-verbose, \
          --sqtt-include-dir, --sqtt-toolchain, --sqtt-flags[=CLANG], --sqtt-launch CMD..., \
          --sqtt-completions=SHELL, --sqtt-man[=check] and --sqtt-help (every other option goes \
-         to hipcc)"
+         to hipcc)", cut(.0)
     )]
     UnknownOwnOption(String),
+    /// A malformed or unknown `-mllvm -sqtt-marker-*` (the message says which).
+    #[error("{0}")]
+    PluginOption(String),
     #[error("--sqtt-config needs a path: --sqtt-config=PATH")]
     ConfigNeedsPath,
     #[error("--sqtt-launch needs a command: sqtt-hipcc --sqtt-launch clang++ ARGS...")]
     LaunchNeedsCommand,
     #[error(
-        "--sqtt-completions: unknown shell {0:?}; accepted: bash, zsh, fish, elvish, powershell"
+        "--sqtt-completions: unknown shell {}; accepted: bash, zsh, fish, elvish, powershell",
+        quoted(.0)
     )]
     UnknownShell(String),
-    #[error("--sqtt-man: unknown page {0:?}; accepted: --sqtt-man, --sqtt-man=check")]
+    #[error("--sqtt-man: unknown page {}; accepted: --sqtt-man, --sqtt-man=check", quoted(.0))]
     UnknownManPage(String),
     #[error("cannot write the man page: {0}")]
     ManPage(io::Error),
@@ -48,44 +81,49 @@ pub enum Error {
          to the real hipcc"
     )]
     CallsItself,
-    #[error("SQTT_HIPCC (or `hipcc` in sqtt.toml) is {}, which is not an executable file", .0.display())]
-    HipccNotExecutable(PathBuf),
-    #[error(
-        "SQTT_HIPCC (or `hipcc` in sqtt.toml) points at sqtt-hipcc itself ({}); set it to the \
-         real hipcc", .0.display()
-    )]
-    HipccIsSelf(PathBuf),
+    #[error("{by} names {}, which {why}", shown(.path))]
+    HipccNotExecutable {
+        path: PathBuf,
+        by: NamedBy,
+        /// "does not exist", "is a directory", "is not executable".
+        why: String,
+    },
+    #[error("{by} names sqtt-hipcc itself ({}); name the real hipcc", shown(.path))]
+    HipccIsSelf { path: PathBuf, by: NamedBy },
     #[error(
         "cannot find the real hipcc: set SQTT_HIPCC=/path/to/hipcc, or HIP_PATH/ROCM_PATH, or put \
          hipcc on PATH (looked there and in {rocm}/bin)"
     )]
     HipccNotFound { rocm: &'static str },
-    #[error("cannot run {} --version: {source}", .compiler.display())]
+    #[error("cannot run {} --version: {source}", shown(.compiler))]
     ClangVersionProbe {
         compiler: PathBuf,
         source: io::Error,
     },
     #[error(
         "cannot tell which clang {} uses: `{} --version` printed no \"clang version N\" line",
-        .0.display(), .0.display()
+        shown(.0), shown(.0)
     )]
     ClangVersionUnknown(PathBuf),
 
     // The plugin.
-    #[error("SQTT_PLUGIN is {}, which is a directory; set it to the plugin file ({PLUGIN_FILE})", .0.display())]
-    PluginIsDirectory(PathBuf),
-    #[error("SQTT_PLUGIN is {}, which does not exist", .0.display())]
-    PluginMissing(PathBuf),
+    #[error(
+        "SQTT_PLUGIN names {}, which is {what}, not a regular file; set it to the plugin file \
+         ({PLUGIN_FILE})", shown(.path)
+    )]
+    PluginNotRegular { path: PathBuf, what: &'static str },
+    #[error("SQTT_PLUGIN names {}, which does not exist ({source})", shown(.path))]
+    PluginMissing { path: PathBuf, source: io::Error },
     /// No plugin in any of the places looked at (the message names them and how to build one).
     #[error("{0}")]
     PluginNotFound(String),
-    #[error("cannot read the plugin {}: {source}", .path.display())]
+    #[error("cannot read the plugin {}: {source}", shown(.path))]
     PluginUnreadable { path: PathBuf, source: io::Error },
-    #[error("the plugin {} is not a shared object: {reason}", .path.display())]
+    #[error("the plugin {} is not a shared object: {reason}", shown(.path))]
     PluginNotSharedObject { path: PathBuf, reason: String },
     #[error(
         "cannot tell which LLVM the plugin {} was built for (no .sqtt_plugin_info section, no \
-         libLLVM-N.so dependency); rebuild it with `cargo build -p sqtt-plugin`", .0.display()
+         libLLVM-N.so dependency); rebuild it with `cargo build -p sqtt-plugin`", shown(.0)
     )]
     PluginLlvmUnknown(PathBuf),
     /// The plugin and the compiler's clang disagree on the LLVM major (clang would crash).
@@ -93,7 +131,7 @@ pub enum Error {
         "the plugin {} was built for LLVM {plugin_major}, but {}{via} uses clang {clang_major}: \
          clang would crash loading it. Build the plugin for LLVM {clang_major} (`{}`, cargo \
          feature {}) and unset SQTT_PLUGIN or point it at that build, or use a hipcc on clang \
-         {plugin_major} (HIP_CLANG_PATH)", .plugin.display(), .compiler.display(),
+         {plugin_major} (HIP_CLANG_PATH)", shown(.plugin), shown(.compiler),
         plugin_build_command(*.clang_major), plugin_feature(*.clang_major)
     )]
     PluginLlvmMismatch {
@@ -107,26 +145,41 @@ pub enum Error {
     /// `--sqtt-flags=CLANG`: no plugin for that clang's major.
     #[error(
         "the plugin {} is not built for LLVM {major}; build it with `{}`",
-        .plugin.display(), plugin_build_command(*.major)
+        shown(.plugin), plugin_build_command(*.major)
     )]
     PluginNotForLlvm { plugin: PathBuf, major: u32 },
 
     // Files of our own.
     #[error(
         "cannot write {header} to {}: {source} (set SQTT_CACHE_DIR to a writable directory)",
-        .path.display()
+        shown(.path)
     )]
     Headers {
         header: &'static str,
         path: PathBuf,
         source: io::Error,
     },
-    #[error("cannot extend {}: {source}", .path.display())]
+    #[error("cannot extend {}: {source}", shown(.path))]
     DepFile { path: PathBuf, source: io::Error },
+    #[error(
+        "no private cache directory can be made in {}: {source} (set SQTT_CACHE_DIR to a \
+         directory of your own)", shown(.parent)
+    )]
+    PrivateCache { parent: PathBuf, source: io::Error },
 
     // Running.
-    #[error("cannot run {}: {source}", .program.display())]
+    #[error("cannot run {}: {source}", shown(.program))]
     Launch { program: PathBuf, source: io::Error },
+    /// The compiler succeeded without writing an output the step writes (exit 1).
+    #[error(
+        "{} exited with status 0 but {why} {}; the step failed", shown(.program), shown(.path)
+    )]
+    OutputNotWritten {
+        program: PathBuf,
+        path: PathBuf,
+        /// "did not write", "left unchanged".
+        why: &'static str,
+    },
     /// The funcmaps of what the compiler wrote are missing or invalid (exit 1); one line per
     /// problem, the outputs moved aside.
     #[error("{}", .problems.join("\n"))]
@@ -134,11 +187,11 @@ pub enum Error {
 }
 
 impl Error {
-    /// The wrapper's exit status: 1 when the post-build check rejected the outputs, 2 for
-    /// everything found before the compiler ran.
+    /// The wrapper's exit status: 1 when the outputs of a successful compiler are missing or
+    /// were rejected by the post-build check, 2 for everything found before the compiler ran.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::FuncmapCheck { .. } => 1,
+            Error::FuncmapCheck { .. } | Error::OutputNotWritten { .. } => 1,
             _ => 2,
         }
     }

@@ -112,16 +112,26 @@ pub trait Launcher {
     fn exec(&mut self, cmd: &Invocation) -> io::Result<Status>;
 }
 
-/// The real launcher: `std::process`, standard streams inherited.
+/// The real launcher: `std::process`, standard streams inherited. While it waits for a
+/// command, the signals that ask a process to end (SIGTERM, SIGINT, SIGHUP, SIGQUIT) are passed
+/// on to it, and the wrapper ends as the command does ([`Status::pass_on`]).
 pub struct System;
 
 impl Launcher for System {
     fn run(&mut self, cmd: &Invocation) -> io::Result<Status> {
-        cmd.command().status().map(Status::of)
+        let status = forward::while_waiting(|| cmd.command().spawn(), |mut c| c.wait())?;
+        Ok(Status::of(status))
     }
 
     fn capture(&mut self, cmd: &Invocation) -> io::Result<Captured> {
-        let out = cmd.command().stdin(Stdio::null()).output()?;
+        let spawn = || {
+            cmd.command()
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+        };
+        let out = forward::while_waiting(spawn, |c| c.wait_with_output())?;
         Ok(Captured {
             status: Status::of(out.status),
             stdout: out.stdout,
@@ -131,6 +141,83 @@ impl Launcher for System {
 
     fn exec(&mut self, cmd: &Invocation) -> io::Result<Status> {
         Err(cmd.command().exec())
+    }
+}
+
+/// Passing the signals that end a process on to the command the wrapper waits for, so that a
+/// build tool or a shell that stops the wrapper stops the compiler too (an exec'd command gets
+/// them directly).
+mod forward {
+    use std::io;
+    use std::process::Child;
+    use std::sync::atomic::{AtomicI32, Ordering};
+
+    /// The signals passed on.
+    const SIGNALS: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT];
+
+    /// The command waited for (0: none yet).
+    static CHILD: AtomicI32 = AtomicI32::new(0);
+    /// A signal that came before the command had a process id.
+    static PENDING: AtomicI32 = AtomicI32::new(0);
+
+    extern "C" fn pass_on(sig: libc::c_int) {
+        let pid = CHILD.load(Ordering::SeqCst);
+        if pid > 0 {
+            // SAFETY: kill is async-signal-safe.
+            unsafe { libc::kill(pid, sig) };
+        } else {
+            PENDING.store(sig, Ordering::SeqCst);
+        }
+    }
+
+    /// Starts a command with `spawn` and waits for it with `wait`, passing the signals on
+    /// meanwhile. A signal the wrapper ignores (a background job's SIGINT) stays ignored, for the
+    /// command too.
+    pub fn while_waiting<T>(
+        spawn: impl FnOnce() -> io::Result<Child>,
+        wait: impl FnOnce(Child) -> io::Result<T>,
+    ) -> io::Result<T> {
+        let mut saved = Vec::new();
+        for sig in SIGNALS {
+            // SAFETY: sigaction reads and writes the structs we own; the handler only does
+            // async-signal-safe work (atomics, kill).
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
+                    || old.sa_sigaction == libc::SIG_IGN
+                {
+                    continue;
+                }
+                let mut new: libc::sigaction = std::mem::zeroed();
+                new.sa_sigaction = pass_on as extern "C" fn(libc::c_int) as libc::sighandler_t;
+                new.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut new.sa_mask);
+                if libc::sigaction(sig, &new, std::ptr::null_mut()) == 0 {
+                    saved.push((sig, old));
+                }
+            }
+        }
+        let result = spawn().and_then(|child| {
+            CHILD.store(child.id() as i32, Ordering::SeqCst);
+            let early = PENDING.swap(0, Ordering::SeqCst);
+            if early != 0 {
+                // SAFETY: a signal to the process we started.
+                unsafe { libc::kill(child.id() as i32, early) };
+            }
+            wait(child)
+        });
+        CHILD.store(0, Ordering::SeqCst);
+        for (sig, old) in saved {
+            // SAFETY: restores the disposition saved above.
+            unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
+        }
+        // A signal that came after the command ended is the wrapper's own again.
+        let late = PENDING.swap(0, Ordering::SeqCst);
+        if late != 0 {
+            // SAFETY: raising a signal has no preconditions.
+            unsafe { libc::raise(late) };
+        }
+        result
     }
 }
 

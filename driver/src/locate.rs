@@ -2,12 +2,15 @@
 //! include directory of markers.hpp.
 
 use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use object::{Object, ObjectSection};
 use sha2::{Digest, Sha256};
+use sqtt_config::trust;
 
-use crate::error::Error;
+use crate::error::{Error, NamedBy};
 use crate::launch::{Invocation, Launcher};
 
 /// File name of the plugin.
@@ -20,32 +23,60 @@ fn canon(p: &Path) -> PathBuf {
 }
 
 fn is_executable(p: &Path) -> bool {
+    not_executable(p).is_none()
+}
+
+/// Why `p` cannot be run, in words after "which": "does not exist", "is a directory", ...
+fn not_executable(p: &Path) -> Option<String> {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+    match std::fs::metadata(p) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("does not exist".into()),
+        Err(e) => Some(format!("cannot be examined ({e})")),
+        Ok(m) => match sqtt_config::file::not_regular(&m.file_type()) {
+            Some(what) => Some(format!("is {what}, not an executable file")),
+            None if m.permissions().mode() & 0o111 == 0 => {
+                Some("is not executable (no x permission)".into())
+            }
+            None => None,
+        },
+    }
+}
+
+/// A compiler the user named, and who named it (for messages).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Configured {
+    pub path: PathBuf,
+    pub by: NamedBy,
 }
 
 /// The real hipcc: `configured` (SQTT_HIPCC / `hipcc` key), then `$HIP_PATH/bin/hipcc`,
 /// `$ROCM_PATH/bin/hipcc`, then PATH without this wrapper itself.
 pub fn find_hipcc(
-    configured: Option<&Path>,
+    configured: Option<&Configured>,
     getenv: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<PathBuf, Error> {
     let me = std::env::current_exe().map(|p| canon(&p)).ok();
     let not_me = |p: &Path| me.as_deref() != Some(canon(p).as_path());
-    if let Some(p) = configured {
+    if let Some(c) = configured {
+        let p = &c.path;
         let p = if p.components().count() == 1 && !p.exists() {
             // A bare name: look it up on PATH.
             search_path(p.as_os_str(), getenv, &not_me).unwrap_or_else(|| p.to_path_buf())
         } else {
             p.to_path_buf()
         };
-        if !is_executable(&p) {
-            return Err(Error::HipccNotExecutable(p));
+        if let Some(why) = not_executable(&p) {
+            return Err(Error::HipccNotExecutable {
+                path: p,
+                by: c.by.clone(),
+                why,
+            });
         }
         if !not_me(&p) {
-            return Err(Error::HipccIsSelf(p));
+            return Err(Error::HipccIsSelf {
+                path: p,
+                by: c.by.clone(),
+            });
         }
         return Ok(p);
     }
@@ -162,14 +193,14 @@ pub fn find_plugin(
     major: Option<u32>,
 ) -> Result<PathBuf, Error> {
     if let Some(p) = getenv(sqtt_config::var::PLUGIN).filter(|v| !v.is_empty()) {
-        let p = PathBuf::from(p);
-        if p.is_dir() {
-            return Err(Error::PluginIsDirectory(p));
-        }
-        if p.is_file() {
-            return Ok(p);
-        }
-        return Err(Error::PluginMissing(p));
+        let path = PathBuf::from(p);
+        return match std::fs::metadata(&path) {
+            Err(source) => Err(Error::PluginMissing { path, source }),
+            Ok(m) => match sqtt_config::file::not_regular(&m.file_type()) {
+                Some(what) => Err(Error::PluginNotRegular { path, what }),
+                None => Ok(path),
+            },
+        };
     }
     let exe_dir = std::env::current_exe()
         .ok()
@@ -292,55 +323,264 @@ fn cache_candidates(getenv: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
     if let Some(d) = getenv("HOME").filter(|v| !v.is_empty()) {
         cands.push(PathBuf::from(d).join(".cache").join("sqtt-hipcc"));
     }
-    // SAFETY: getuid has no preconditions.
-    let uid = unsafe { libc::getuid() };
-    cands.push(std::env::temp_dir().join(format!("sqtt-hipcc-{uid}")));
+    cands.push(temp_dir(getenv).join(format!("sqtt-hipcc-{}", trust::current_uid())));
     cands
 }
 
-/// The per-user cache directory: the first candidate that is (or can be made) writable.
-pub fn cache_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
-    let mut cands = cache_candidates(getenv);
-    for d in &cands {
-        if std::fs::create_dir_all(d).is_ok() && writable(d) {
-            return d.clone();
+/// `$TMPDIR`, else /tmp (read through `getenv`, as every other variable here).
+fn temp_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
+    getenv("TMPDIR")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from)
+}
+
+/// Why a directory cannot hold our cache.
+enum Unfit {
+    /// Another user may have written it (said in a warning, with the directory used instead).
+    Untrusted(String),
+    /// It cannot be made or written (a read-only home): the next candidate, silently.
+    Unusable,
+}
+
+/// Makes `dir` (mode 0700) if it is missing, and judges it: a directory (or a link of the user's
+/// to one) owned by the user, writable by nobody else, in a directory that protects it.
+fn fit_cache_dir(dir: &Path, me: u32) -> Result<(), Unfit> {
+    let created = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir);
+    let link = std::fs::symlink_metadata(dir).map_err(|_| Unfit::Unusable)?;
+    if link.file_type().is_symlink() && !trust::trusted_owner(link.uid(), me) {
+        return Err(Unfit::Untrusted(format!(
+            "it is a symbolic link owned by {}",
+            trust::describe_user(link.uid())
+        )));
+    }
+    let meta = std::fs::metadata(dir).map_err(|_| Unfit::Unusable)?;
+    if !meta.is_dir() {
+        let what = sqtt_config::file::not_regular(&meta.file_type()).unwrap_or("a file");
+        return Err(Unfit::Untrusted(format!("it is {what}, not a directory")));
+    }
+    if meta.uid() != me {
+        return Err(Unfit::Untrusted(format!(
+            "it is owned by {}, not by you",
+            trust::describe_user(meta.uid())
+        )));
+    }
+    if let Some(who) = trust::other_writers(&meta, me) {
+        return Err(Unfit::Untrusted(format!("it is writable by {who}")));
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if let Ok(pmeta) = std::fs::metadata(parent) {
+            if let Some(why) = trust::unprotected_directory(parent, &pmeta, me) {
+                return Err(Unfit::Untrusted(why));
+            }
         }
     }
-    cands.pop().unwrap()
+    let c =
+        std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).map_err(|_| Unfit::Unusable)?;
+    // SAFETY: access reads a NUL-terminated path.
+    let writable = unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0;
+    if created.is_err() || !writable {
+        return Err(Unfit::Unusable);
+    }
+    Ok(())
 }
 
-/// A file already in the first cache candidate that has it (no write, no probe: the fast path
-/// of every compile).
-fn cached_file(getenv: &dyn Fn(&str) -> Option<OsString>, rel: &Path) -> Option<PathBuf> {
-    cache_candidates(getenv)
-        .into_iter()
-        .map(|d| d.join(rel))
-        .find(|p| p.is_file())
+/// Says a warning on stderr once per process (the cache is looked up several times a run).
+fn warn_once(text: String) {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static SAID: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if said.get_or_insert_with(HashSet::new).insert(text.clone()) {
+        eprintln!("sqtt-hipcc: warning: {text}");
+    }
 }
 
-fn writable(d: &Path) -> bool {
-    let probe = d.join(format!(".probe-{}", std::process::id()));
-    let ok = std::fs::write(&probe, b"").is_ok();
-    let _ = std::fs::remove_file(&probe);
-    ok
+/// The cache directory of the user, and the warnings to give about the candidates passed over
+/// because another user may have written them.
+pub struct CacheDir {
+    pub path: PathBuf,
+    pub warnings: Vec<String>,
 }
 
-/// Writes `contents` to `path` atomically unless a file with those contents is there.
+/// The per-user cache directory: the first candidate that is the user's own (made 0700 when
+/// missing). When a candidate was passed over as untrusted and no other fits, a private
+/// directory `$TMPDIR/sqtt-hipcc-<uid>.XXXXXX` (0700, reused by later runs) is used instead.
+pub fn find_cache_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<CacheDir, Error> {
+    let me = trust::current_uid();
+    let cands = cache_candidates(getenv);
+    let mut untrusted = Vec::new();
+    for d in &cands {
+        match fit_cache_dir(d, me) {
+            Ok(()) => {
+                let warnings = untrusted
+                    .iter()
+                    .map(|(c, why): &(&PathBuf, String)| {
+                        format!(
+                            "not using the cache directory {}: {why}; using {} (set \
+                             SQTT_CACHE_DIR to a directory of your own to choose)",
+                            c.display(),
+                            d.display()
+                        )
+                    })
+                    .collect();
+                return Ok(CacheDir {
+                    path: d.clone(),
+                    warnings,
+                });
+            }
+            Err(Unfit::Untrusted(why)) => untrusted.push((d, why)),
+            Err(Unfit::Unusable) => {}
+        }
+    }
+    if untrusted.is_empty() {
+        // Nothing fits and nothing is suspect (a read-only file system): the last candidate,
+        // whose write then fails with a message naming it.
+        return Ok(CacheDir {
+            path: cands.last().cloned().unwrap_or_default(),
+            warnings: Vec::new(),
+        });
+    }
+    let private = private_cache_dir(&temp_dir(getenv), me)?;
+    let warnings = untrusted
+        .iter()
+        .map(|(c, why)| {
+            format!(
+                "not using the cache directory {}: {why}; using the private directory {} \
+                 instead (remove {} or set SQTT_CACHE_DIR to a directory of your own)",
+                c.display(),
+                private.display(),
+                c.display()
+            )
+        })
+        .collect();
+    Ok(CacheDir {
+        path: private,
+        warnings,
+    })
+}
+
+/// [`find_cache_dir`], its warnings said (once per process).
+pub fn cache_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf, Error> {
+    let cache = find_cache_dir(getenv)?;
+    for w in cache.warnings {
+        warn_once(w);
+    }
+    Ok(cache.path)
+}
+
+/// A directory `sqtt-hipcc-<uid>.XXXXXX` of the user's own in `base`: one made before (only the
+/// user can have made a directory of theirs there), else a new one (mkdtemp, mode 0700).
+fn private_cache_dir(base: &Path, me: u32) -> Result<PathBuf, Error> {
+    let prefix = format!("sqtt-hipcc-{me}.");
+    let mut made: Vec<PathBuf> = std::fs::read_dir(base)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .filter(|p| {
+                    std::fs::symlink_metadata(p).is_ok_and(|m| {
+                        m.is_dir() && m.uid() == me && trust::other_writers(&m, me).is_none()
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    made.sort();
+    if let Some(p) = made.into_iter().next() {
+        return Ok(p);
+    }
+    let template = base.join(format!("{prefix}XXXXXX"));
+    let fail = |source| Error::PrivateCache {
+        parent: base.to_path_buf(),
+        source,
+    };
+    let c = std::ffi::CString::new(template.into_os_string().into_encoded_bytes())
+        .map_err(|_| fail(std::io::ErrorKind::InvalidInput.into()))?;
+    let mut bytes = c.into_bytes_with_nul();
+    // SAFETY: mkdtemp rewrites the XXXXXX of the NUL-terminated template we own, in place.
+    let made = unsafe { libc::mkdtemp(bytes.as_mut_ptr().cast()) };
+    if made.is_null() {
+        return Err(fail(std::io::Error::last_os_error()));
+    }
+    bytes.pop();
+    use std::os::unix::ffi::OsStringExt;
+    Ok(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
+}
+
+/// Whether `path` is a regular file of the user's own that only they can write (a file of the
+/// cache that is read back).
+fn own_file(path: &Path, me: u32) -> bool {
+    std::fs::symlink_metadata(path)
+        .is_ok_and(|m| m.is_file() && m.uid() == me && trust::other_writers(&m, me).is_none())
+}
+
+/// Writes `contents` to `path` atomically unless the user's own file with those contents is
+/// there. The temporary file is removed whatever fails (a full disk, a size limit, ...).
 fn ensure_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    if std::fs::read(path).map(|d| d == contents).unwrap_or(false) {
+    let me = trust::current_uid();
+    if own_file(path, me) && std::fs::read(path).is_ok_and(|d| d == contents) {
         return Ok(());
     }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    ensure_own_dir(dir, me)?;
+    let tmp = temp_name(path);
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&tmp)?;
+        f.write_all(contents)?;
+        f.flush()?;
+        drop(f);
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, contents)?;
-    std::fs::rename(&tmp, path)
+    written
+}
+
+/// `DIR/.NAME.tmp-PID-N`: a name no other writer uses at once.
+fn temp_name(path: &Path) -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    path.with_file_name(format!(".{name}.tmp-{}-{n}", std::process::id()))
+}
+
+/// Makes `dir` (mode 0700) if missing; an existing one must be the user's own, writable by
+/// nobody else.
+fn ensure_own_dir(dir: &Path, me: u32) -> std::io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let m = std::fs::symlink_metadata(dir)?;
+    let why = if !m.is_dir() {
+        Some("it is not a directory".to_string())
+    } else if m.uid() != me {
+        Some(format!("it is owned by {}", trust::describe_user(m.uid())))
+    } else {
+        trust::other_writers(&m, me).map(|who| format!("it is writable by {who}"))
+    };
+    match why {
+        None => Ok(()),
+        Some(why) => Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("{} cannot be trusted: {why}; remove it", dir.display()),
+        )),
+    }
 }
 
 /// The directory holding this build's device headers (markers.hpp and
-/// amd_sqtt_marker/sqtt_marker.h): `<cache>/include-<sha256 prefix>/`, written once (content
-/// addressed, so several versions of sqtt-hipcc never disagree).
+/// amd_sqtt_marker/sqtt_marker.h): `<cache>/include-<sha256 prefix>/`, content addressed (so
+/// several versions of sqtt-hipcc never disagree). Every header is compared with the text this
+/// build carries and rewritten when it differs, so nothing else is ever included in its place.
 pub fn markers_include_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf, Error> {
     let mut hash = Sha256::new();
     for (rel, text) in sqtt_markers::HEADERS {
@@ -349,17 +589,7 @@ pub fn markers_include_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<
         hash.update(text.as_bytes());
         hash.update([0]);
     }
-    let dir_rel = PathBuf::from(format!("include-{}", hex16(&hash.finalize())));
-    // The last header is written last: its presence says the directory is complete.
-    let (last, _) = sqtt_markers::HEADERS[sqtt_markers::HEADERS.len() - 1];
-    if let Some(f) = cached_file(getenv, &dir_rel.join(last)) {
-        let mut dir = f;
-        for _ in Path::new(last).components() {
-            dir.pop();
-        }
-        return Ok(dir);
-    }
-    let dir = cache_dir(getenv).join(&dir_rel);
+    let dir = cache_dir(getenv)?.join(format!("include-{}", hex16(&hash.finalize())));
     for (rel, text) in sqtt_markers::HEADERS {
         let file = dir.join(rel);
         ensure_file(&file, text.as_bytes()).map_err(|source| Error::Headers {
@@ -402,12 +632,12 @@ pub fn hipcc_clang_major(
             }
         }
     }
-    let rel = PathBuf::from(format!(
+    let file = cache_dir(getenv)?.join(format!(
         "clang-major-{}",
         hex16(&Sha256::digest(key.as_bytes()))
     ));
-    if let Some(f) = cached_file(getenv, &rel) {
-        if let Ok(n) = std::fs::read_to_string(&f)
+    if own_file(&file, trust::current_uid()) {
+        if let Ok(n) = std::fs::read_to_string(&file)
             .unwrap_or_default()
             .trim()
             .parse()
@@ -415,7 +645,6 @@ pub fn hipcc_clang_major(
             return Ok(n);
         }
     }
-    let file = cache_dir(getenv).join(&rel);
     let version = Invocation {
         program: hipcc.to_path_buf(),
         args: vec!["--version".into()],
@@ -506,6 +735,42 @@ mod tests {
             _ => None,
         };
         assert_eq!(find_hipcc(None, &env).unwrap(), r.join("bin/hipcc"));
+        // A configured one that cannot run is blamed on who named it, saying why.
+        let named = |path: &Path, by| Configured {
+            path: path.to_path_buf(),
+            by,
+        };
+        let file = NamedBy::Setting(sqtt_config::Origin::File {
+            path: "/src/sqtt.toml".into(),
+            key: "hipcc".into(),
+        });
+        let e = find_hipcc(Some(&named(&tmp.path().join("none"), file)), &env).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "key `hipcc` in /src/sqtt.toml names {}, which does not exist",
+                tmp.path().join("none").display()
+            )
+        );
+        let e = find_hipcc(Some(&named(&r, NamedBy::FlagsOption)), &env).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "--sqtt-flags names {}, which is a directory, not an executable file",
+                r.display()
+            )
+        );
+        let plain = r.join("plain");
+        std::fs::write(&plain, "").unwrap();
+        let by = NamedBy::Setting(sqtt_config::Origin::Env("SQTT_HIPCC"));
+        let e = find_hipcc(Some(&named(&plain, by)), &env).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("environment variable SQTT_HIPCC names ")
+                && e.to_string()
+                    .ends_with("which is not executable (no x permission)"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -562,6 +827,177 @@ mod tests {
         assert_eq!(silent.calls.len(), 1);
         assert!(matches!(e, Error::ClangVersionUnknown(_)), "{e:?}");
         assert_eq!(e.exit_code(), 2);
+    }
+
+    #[test]
+    fn sqtt_plugin_naming_no_regular_file_says_what_it_names() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let missing = tmp.path().join("missing.so");
+        for (path, want) in [
+            (
+                &fifo,
+                "which is a FIFO (named pipe), not a regular file; set it to the plugin file",
+            ),
+            (
+                &tmp.path().to_path_buf(),
+                "which is a directory, not a regular file",
+            ),
+            (&missing, "which does not exist (No such file or directory"),
+        ] {
+            let p = path.clone().into_os_string();
+            let env = move |v: &str| (v == "SQTT_PLUGIN").then(|| p.clone());
+            let e = find_plugin(&env, Some(15)).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("SQTT_PLUGIN names {}, {want}", path.display())),
+                "{e}"
+            );
+        }
+    }
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().mode() & 0o7777
+    }
+
+    fn chmod(p: &Path, mode: u32) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    /// The environment of a user without HOME: the cache under `tmp` (TMPDIR).
+    fn no_home(tmp: &Path) -> impl Fn(&str) -> Option<OsString> {
+        let t = tmp.as_os_str().to_owned();
+        move |v: &str| (v == "TMPDIR").then(|| t.clone())
+    }
+
+    #[test]
+    fn the_cache_directory_is_made_private_and_its_headers_are_ours() {
+        let tmp = tempfile::tempdir().unwrap();
+        let env = no_home(tmp.path());
+        let me = trust::current_uid();
+        let dir = markers_include_dir(&env).unwrap();
+        let cache = tmp.path().join(format!("sqtt-hipcc-{me}"));
+        assert_eq!(dir.parent(), Some(cache.as_path()));
+        assert_eq!(mode(&cache), 0o700);
+        // A header changed behind our back is put back as this build carries it, and no
+        // temporary file is left.
+        let hpp = dir.join("markers.hpp");
+        std::fs::write(&hpp, "#error planted\n").unwrap();
+        assert_eq!(markers_include_dir(&env).unwrap(), dir);
+        let (_, text) = sqtt_markers::HEADERS[0];
+        assert_eq!(std::fs::read_to_string(&hpp).unwrap(), text);
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.contains("tmp")), "{names:?}");
+    }
+
+    #[test]
+    fn a_cache_directory_others_can_write_is_not_used() {
+        let tmp = tempfile::tempdir().unwrap();
+        let env = no_home(tmp.path());
+        let me = trust::current_uid();
+        let planted = tmp.path().join(format!("sqtt-hipcc-{me}"));
+        let dir = markers_include_dir(&env).unwrap();
+        chmod(&planted, 0o777);
+        let found = find_cache_dir(&env).unwrap();
+        assert_ne!(found.path, planted);
+        assert_eq!(mode(&found.path), 0o700);
+        assert_eq!(found.warnings.len(), 1);
+        assert_eq!(
+            found.warnings[0],
+            format!(
+                "not using the cache directory {}: it is writable by everyone (mode 0777); \
+                 using the private directory {} instead (remove {} or set SQTT_CACHE_DIR to a \
+                 directory of your own)",
+                planted.display(),
+                found.path.display(),
+                planted.display()
+            )
+        );
+        // The private directory is kept for the next runs; the headers go there.
+        assert_eq!(find_cache_dir(&env).unwrap().path, found.path);
+        let private = markers_include_dir(&env).unwrap();
+        assert!(
+            private.starts_with(&found.path) && private != dir,
+            "{}",
+            private.display()
+        );
+        // SQTT_CACHE_DIR is judged the same way.
+        let named = planted.clone().into_os_string();
+        let t = tmp.path().as_os_str().to_owned();
+        let env = move |v: &str| match v {
+            "SQTT_CACHE_DIR" => Some(named.clone()),
+            "TMPDIR" => Some(t.clone()),
+            _ => None,
+        };
+        assert_eq!(find_cache_dir(&env).unwrap().path, found.path);
+    }
+
+    #[test]
+    fn another_users_cache_directory_and_its_headers_are_never_used() {
+        if trust::current_uid() != 0 {
+            return; // needs chown
+        }
+        // Issue 25: with HOME unset, another user made $TMPDIR/sqtt-hipcc-0 (0777) first and
+        // put a markers.hpp of their own in it.
+        let tmp = tempfile::tempdir().unwrap();
+        let env = no_home(tmp.path());
+        let planted = tmp.path().join("sqtt-hipcc-0");
+        let dir = markers_include_dir(&env).unwrap();
+        std::fs::write(dir.join("markers.hpp"), "#error planted\n").unwrap();
+        for entry in [&planted, &dir, &dir.join("markers.hpp")] {
+            std::os::unix::fs::chown(entry, Some(12345), Some(12345)).unwrap();
+        }
+        chmod(&planted, 0o777);
+        let found = find_cache_dir(&env).unwrap();
+        assert!(
+            found.warnings[0].contains("it is owned by uid 12345, not by you"),
+            "{:?}",
+            found.warnings
+        );
+        let used = markers_include_dir(&env).unwrap();
+        assert!(used.starts_with(&found.path), "{}", used.display());
+        let (_, text) = sqtt_markers::HEADERS[0];
+        assert_eq!(
+            std::fs::read_to_string(used.join("markers.hpp")).unwrap(),
+            text
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("markers.hpp")).unwrap(),
+            "#error planted\n",
+            "the other user's directory is left alone"
+        );
+        // A planted symbolic link to another directory is refused the same way.
+        std::fs::remove_dir_all(&planted).unwrap();
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &planted).unwrap();
+        std::os::unix::fs::lchown(&planted, Some(12345), None).unwrap();
+        let found = find_cache_dir(&env).unwrap();
+        assert!(
+            found.warnings[0].contains("it is a symbolic link owned by uid 12345"),
+            "{:?}",
+            found.warnings
+        );
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_temporary_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        // The rename cannot replace a directory that is not empty.
+        let target = tmp.path().join("markers.hpp");
+        std::fs::create_dir_all(target.join("x")).unwrap();
+        assert!(ensure_file(&target, b"text").is_err());
+        let names: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [std::ffi::OsString::from("markers.hpp")]);
     }
 
     #[test]

@@ -6,18 +6,18 @@
 
 use std::path::{Path, PathBuf};
 
-use sqtt_config::{ConfigError, Settings};
+use sqtt_config::{ConfigError, Origin, Settings};
 
-use crate::args::{Classified, StepKind};
-use crate::error::Error;
+use crate::args::{Classified, PluginOptions, StepKind};
+use crate::error::{Error, NamedBy};
 use crate::launch::Invocation;
-use crate::locate::DEPTH_VAR;
+use crate::locate::{Configured, DEPTH_VAR};
 
 /// The things a plan needs from the machine, looked up only when the step needs them.
 pub trait Toolchain {
     /// The real hipcc (`configured`: `SQTT_HIPCC` or the `hipcc` key), or the compiler named
     /// by `--sqtt-launch`.
-    fn compiler(&mut self, configured: Option<&Path>) -> Result<PathBuf, Error>;
+    fn compiler(&mut self, configured: Option<&Configured>) -> Result<PathBuf, Error>;
     /// The pass plugin for `compiler`'s clang, checked to be built for its LLVM major.
     fn plugin(&mut self, compiler: &Path) -> Result<PathBuf, Error>;
     /// The directory holding markers.hpp.
@@ -28,6 +28,9 @@ pub trait Toolchain {
 pub struct Request<'a> {
     /// hipcc's arguments as given (without the wrapper's own options; `@files` unexpanded).
     pub args: &'a [String],
+    /// The user's plugin options taken out of `args` (their values are in `settings`), and
+    /// the arguments without them.
+    pub plugin_options: &'a PluginOptions,
     /// Their classification (from the expanded arguments).
     pub step: &'a Classified,
     /// The merged settings, or why they are invalid (which only matters to steps that use them).
@@ -106,9 +109,12 @@ impl Plan {
     pub fn launch(program: &str, req: &Request, tools: &mut dyn Toolchain) -> Result<Plan, Error> {
         let settings = req.settings.as_ref().map_err(|e| e.clone())?;
         let step = req.step;
-        let mut args = req.args.to_vec();
+        let mut args = step_args(req).to_vec();
         if settings.enabled && step.rdc && step.links() {
-            let compiler = tools.compiler(Some(Path::new(program)))?;
+            let compiler = tools.compiler(Some(&Configured {
+                path: PathBuf::from(program),
+                by: NamedBy::LaunchCommand,
+            }))?;
             args.extend(rdc_link_flags(&tools.plugin(&compiler)?));
         }
         let mut set_env = owned_env(settings.to_env());
@@ -147,12 +153,15 @@ fn untouched(req: &Request, tools: &mut dyn Toolchain) -> Result<Plan, Error> {
     // A broken sqtt.toml must not break a probe: the settings serve only to find hipcc here.
     let settings = req.settings.as_ref().ok();
     let configured = match settings {
-        Some(s) => s.hipcc.clone(),
+        Some(s) => configured_hipcc(s, req),
         None => (req.env)(sqtt_config::var::HIPCC)
             .filter(|v| !v.is_empty())
-            .map(PathBuf::from),
+            .map(|v| Configured {
+                path: PathBuf::from(v),
+                by: NamedBy::Setting(Origin::Env(sqtt_config::var::HIPCC)),
+            }),
     };
-    let hipcc = tools.compiler(configured.as_deref())?;
+    let hipcc = tools.compiler(configured.as_ref())?;
     let verbose = req.verbose || settings.is_some_and(|s| s.verbose);
     let step = req.step;
     let mut extra = Vec::new();
@@ -204,7 +213,7 @@ fn build(req: &Request, tools: &mut dyn Toolchain) -> Result<Plan, Error> {
         .map(|w| format!("sqtt-hipcc: warning: {w}"))
         .collect();
     let verbose = req.verbose || settings.verbose;
-    let hipcc = tools.compiler(settings.hipcc.as_deref())?;
+    let hipcc = tools.compiler(configured_hipcc(settings, req).as_ref())?;
     let step = req.step;
     // A host-only compile has no device code: the plugin flag would only draw "argument unused"
     // (an error under -Werror).
@@ -258,7 +267,7 @@ fn build(req: &Request, tools: &mut dyn Toolchain) -> Result<Plan, Error> {
         outputs,
         require_funcmap: (instrument && step.objects.is_empty()) || rdc_link,
     });
-    let dep_file = dep_file(req.args, step, req.cwd).map(|file| DepFileInputs {
+    let dep_file = dep_file(step_args(req), step, req.cwd).map(|file| DepFileInputs {
         file,
         inputs: req
             .config_file
@@ -280,10 +289,32 @@ fn build(req: &Request, tools: &mut dyn Toolchain) -> Result<Plan, Error> {
     })
 }
 
-/// hipcc with the user's arguments, then `extra`; the recursion guard set.
+/// The arguments a step hands on: on compile and link steps, which load the plugin, without the
+/// user's plugin options (the settings carry their values to the plugin in the wrapper's own
+/// spelling); on the others, as given.
+fn step_args<'a>(req: &Request<'a>) -> &'a [String] {
+    match req.step.kind {
+        StepKind::Compile | StepKind::Link => &req.plugin_options.rest,
+        _ => req.args,
+    }
+}
+
+/// The hipcc the settings name, and where they name it (the variable, or the file's key).
+fn configured_hipcc(settings: &Settings, req: &Request) -> Option<Configured> {
+    let path = settings.hipcc.clone()?;
+    let origin = Origin::of(&sqtt_config::setting::HIPCC, req.config_file, req.env);
+    Some(Configured {
+        path,
+        by: NamedBy::Setting(origin),
+    })
+}
+
+/// hipcc with `extra`, then the user's arguments; the recursion guard set. The wrapper's own
+/// arguments come first, each whole, so that none can be taken as the value of a user option
+/// left without one (a trailing `-o`): hipcc reports that as it would without the wrapper.
 fn hipcc_command(req: &Request, hipcc: PathBuf, extra: Vec<String>) -> Invocation {
-    let mut args = req.args.to_vec();
-    args.extend(extra);
+    let mut args = extra;
+    args.extend(step_args(req).iter().cloned());
     Invocation {
         program: hipcc,
         args,

@@ -6,12 +6,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use sqtt_codeobj::FuncmapState;
-use sqtt_config::Settings;
+use sqtt_config::{Located, Settings};
 
-use crate::args::{classify, expand_response_files};
-use crate::error::Error;
+use crate::args::{classify, expand_response_files, take_plugin_options, PluginOptions};
+use crate::error::{Error, NamedBy};
 use crate::launch::{Launcher, Status};
-use crate::locate;
+use crate::locate::{self, Configured};
 use crate::plan::{self, DepFileInputs, OutputCheck, Plan, Request, Toolchain};
 
 /// The wrapper's own options (`--sqtt-*`), removed before hipcc sees the arguments.
@@ -125,20 +125,32 @@ fn working_directory() -> Result<PathBuf, Error> {
     std::env::current_dir().map_err(Error::WorkingDirectory)
 }
 
-/// The configuration file in effect: `--sqtt-config`, `SQTT_CONFIG`, or sqtt.toml found upward.
-fn config_file(own: &OwnOptions, cwd: &Path) -> Option<PathBuf> {
-    own.config
-        .clone()
-        .or_else(|| {
-            env_string(sqtt_config::var::CONFIG)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        })
-        .or_else(|| sqtt_config::find_config_file(cwd))
+/// The configuration in effect: `--sqtt-config`, `SQTT_CONFIG`, or the nearest trusted
+/// sqtt.toml found upward; a file found and not used is said on stderr.
+fn configuration(own: &OwnOptions, cwd: &Path) -> Located {
+    let located = sqtt_config::locate_config(own.config.as_deref(), cwd, &env_string);
+    for ignored in &located.ignored {
+        eprintln!("sqtt-hipcc: warning: {ignored}");
+    }
+    located
 }
 
-fn load_settings(config: Option<&Path>) -> Result<Settings, sqtt_config::ConfigError> {
-    Settings::load(config, env_string)
+/// The settings: the configuration, the variables over it, the user's plugin options over both.
+fn load_settings(
+    located: &Located,
+    options: &PluginOptions,
+) -> Result<Settings, sqtt_config::ConfigError> {
+    Settings::located(located, env_string, |o| options.value(o))
+}
+
+/// The hipcc the settings name, and who named it.
+fn configured_hipcc(settings: &Settings, located: &Located) -> Option<Configured> {
+    let path = settings.hipcc.clone()?;
+    let origin = sqtt_config::Origin::of(&sqtt_config::setting::HIPCC, located.path(), &env_string);
+    Some(Configured {
+        path,
+        by: NamedBy::Setting(origin),
+    })
 }
 
 /// `sqtt-hipcc ARGS...`: an own option, or hipcc run as [`Plan::wrap`] says. Returns how the
@@ -162,17 +174,19 @@ pub fn main(argv: Vec<String>, launcher: &mut dyn Launcher) -> Result<Status, Er
     } else {
         plan::check_not_nested(&env_string)?;
         let cwd = working_directory()?;
+        let taken = take_plugin_options(&args).map_err(Error::PluginOption)?;
         // Classification comes first: it decides how much of the rest happens at all.
         let step = classify(&expand_response_files(&args, &cwd).map_err(Error::ResponseFiles)?);
-        let config = config_file(&own, &cwd);
-        let settings = load_settings(config.as_deref());
+        let located = configuration(&own, &cwd);
+        let settings = load_settings(&located, &taken);
         let req = Request {
             args: &args,
+            plugin_options: &taken,
             step: &step,
             settings: &settings,
             verbose: own.verbose || plan::verbose_var(&env_string),
             cwd: &cwd,
-            config_file: config.as_deref(),
+            config_file: located.path(),
             env: &env_string,
         };
         let plan = Plan::wrap(&req, &mut Host { launcher })?;
@@ -201,11 +215,13 @@ pub fn execute(plan: &Plan, launcher: &mut dyn Launcher) -> Result<Status, Error
     if !plan.wait {
         return launcher.exec(&plan.command).map_err(cannot_run);
     }
+    let before = plan.check.as_ref().map(|c| snapshot(&c.outputs));
     let status = launcher.run(&plan.command).map_err(cannot_run)?;
     if !status.success() {
         return Ok(status);
     }
-    if let Some(check) = &plan.check {
+    if let (Some(check), Some(before)) = (&plan.check, before) {
+        outputs_written(&plan.command.program, &check.outputs, &before)?;
         post_check(check, plan.verbose)?;
     }
     if let Some(dep) = &plan.dep_file {
@@ -224,7 +240,7 @@ struct Host<'a> {
 }
 
 impl Toolchain for Host<'_> {
-    fn compiler(&mut self, configured: Option<&Path>) -> Result<PathBuf, Error> {
+    fn compiler(&mut self, configured: Option<&Configured>) -> Result<PathBuf, Error> {
         locate::find_hipcc(configured, &getenv)
     }
 
@@ -300,18 +316,18 @@ fn print_flags(
     launcher: &mut dyn Launcher,
 ) -> Result<(), Error> {
     let cwd = working_directory()?;
-    let settings = load_settings(config_file(own, &cwd).as_deref())?;
-    let major = match clang {
-        Some(c) => {
-            // A bare name is looked up on PATH, as for `hipcc` in sqtt.toml.
-            let c = locate::find_hipcc(Some(c), &getenv)?;
-            locate::hipcc_clang_major(&c, &getenv, launcher)?
-        }
-        None => {
-            let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;
-            locate::hipcc_clang_major(&hipcc, &getenv, launcher)?
-        }
+    let located = configuration(own, &cwd);
+    let settings = load_settings(&located, &PluginOptions::default())?;
+    let compiler = match clang {
+        // A bare name is looked up on PATH, as for `hipcc` in sqtt.toml.
+        Some(c) => Some(Configured {
+            path: c.to_path_buf(),
+            by: NamedBy::FlagsOption,
+        }),
+        None => configured_hipcc(&settings, &located),
     };
+    let compiler = locate::find_hipcc(compiler.as_ref(), &getenv)?;
+    let major = locate::hipcc_clang_major(&compiler, &getenv, launcher)?;
     let mut flags = Vec::new();
     if settings.enabled {
         let plugin = locate::find_plugin(&getenv, Some(major))?;
@@ -342,17 +358,19 @@ fn launch(own: &OwnOptions, cmd: &[String], launcher: &mut dyn Launcher) -> Resu
         return Err(Error::LaunchNeedsCommand);
     };
     let cwd = working_directory()?;
-    let config = config_file(own, &cwd);
+    let taken = take_plugin_options(rest).map_err(Error::PluginOption)?;
+    let located = configuration(own, &cwd);
     // Bad settings stop the launch before anything else is looked at.
-    let settings = Ok(load_settings(config.as_deref())?);
+    let settings = Ok(load_settings(&located, &taken)?);
     let step = classify(&expand_response_files(rest, &cwd).map_err(Error::ResponseFiles)?);
     let req = Request {
         args: rest,
+        plugin_options: &taken,
         step: &step,
         settings: &settings,
         verbose: false,
         cwd: &cwd,
-        config_file: config.as_deref(),
+        config_file: located.path(),
         env: &env_string,
     };
     let plan = Plan::launch(program, &req, &mut Host { launcher })?;
@@ -362,8 +380,9 @@ fn launch(own: &OwnOptions, cmd: &[String], launcher: &mut dyn Launcher) -> Resu
 /// `--sqtt-toolchain`: what the wrapper finds, as `key=value` lines on stdout.
 fn print_toolchain(own: &OwnOptions, launcher: &mut dyn Launcher) -> Result<(), Error> {
     let cwd = working_directory()?;
-    let settings = load_settings(config_file(own, &cwd).as_deref())?;
-    let hipcc = locate::find_hipcc(settings.hipcc.as_deref(), &getenv)?;
+    let located = configuration(own, &cwd);
+    let settings = load_settings(&located, &PluginOptions::default())?;
+    let hipcc = locate::find_hipcc(configured_hipcc(&settings, &located).as_ref(), &getenv)?;
     let major = locate::hipcc_clang_major(&hipcc, &getenv, launcher)?;
     let llvm_dir = locate::rocm_llvm_dir(Some(&hipcc), &getenv)
         .or_else(|| Some(PathBuf::from(format!("/usr/lib/llvm-{major}"))).filter(|d| d.is_dir()));
@@ -405,14 +424,89 @@ fn add_dep_file_inputs(dep: &DepFileInputs) -> Result<(), Error> {
         .unwrap_or(bytes.len());
     let mut added = String::new();
     for p in &extra {
-        let esc = p.display().to_string().replace(' ', "\\ ");
-        added.push_str(&format!(" \\\n  {esc}"));
+        added.push_str(" \\\n  ");
+        added.push_str(&make_escaped(&p.to_string_lossy()));
     }
     let new = format!("{}{}{}", &text[..end], added, &text[end..]);
     std::fs::write(&dep.file, new).map_err(|source| Error::DepFile {
         path: dep.file.clone(),
         source,
     })
+}
+
+/// A path as clang writes it into a Make-style dependency file (clang's DependencyFile.cpp,
+/// which follows GCC): `$` doubled, `#` after a backslash, a space after a backslash and as many
+/// more backslashes as precede it. Make and Ninja both read that form back.
+pub fn make_escaped(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut backslashes = 0;
+    for c in path.chars() {
+        match c {
+            '$' => out.push('$'),
+            '#' => out.push('\\'),
+            ' ' => out.extend(std::iter::repeat_n('\\', backslashes + 1)),
+            _ => {}
+        }
+        out.push(c);
+        backslashes = if c == '\\' { backslashes + 1 } else { 0 };
+    }
+    out
+}
+
+/// What identifies the contents of a file: device, inode, size and modification and change
+/// times (a compiler writes a new file, or at least gives it new times).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+/// The identity of each file before a step; `None`: no regular file.
+fn snapshot(paths: &[PathBuf]) -> Vec<Option<Identity>> {
+    use std::os::unix::fs::MetadataExt;
+    paths
+        .iter()
+        .map(|p| {
+            std::fs::metadata(p)
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| Identity {
+                    dev: m.dev(),
+                    ino: m.ino(),
+                    size: m.size(),
+                    mtime: (m.mtime(), m.mtime_nsec()),
+                    ctime: (m.ctime(), m.ctime_nsec()),
+                })
+        })
+        .collect()
+}
+
+/// After a successful step: every output it writes is there, and not the file that was there
+/// before (an output that is not a regular file, a device or FIFO, is not judged).
+fn outputs_written(
+    program: &Path,
+    outputs: &[PathBuf],
+    before: &[Option<Identity>],
+) -> Result<(), Error> {
+    let after = snapshot(outputs);
+    for (i, out) in outputs.iter().enumerate() {
+        let why = if std::fs::symlink_metadata(out).is_err() {
+            "did not write"
+        } else if after[i].is_some() && after[i] == before[i] {
+            "left unchanged"
+        } else {
+            continue;
+        };
+        return Err(Error::OutputNotWritten {
+            program: program.to_path_buf(),
+            path: out.clone(),
+            why,
+        });
+    }
+    Ok(())
 }
 
 /// `--version`'s two lines after hipcc's: the plugin (path and content hash) and the settings.
@@ -492,16 +586,26 @@ fn post_check(check: &OutputCheck, verbose: bool) -> Result<(), Error> {
         let mut aside = out.clone().into_os_string();
         aside.push(".sqtt-rejected");
         let aside = PathBuf::from(aside);
+        // Never left in place looking valid: moved aside, else deleted.
         match std::fs::rename(out, &aside) {
             Ok(()) => problems.push(format!(
                 "the output was moved to {} (inspect it with `sqtt-hipcc --check {}`)",
                 aside.display(),
                 aside.display()
             )),
-            Err(e) => problems.push(format!(
-                "cannot move the rejected output {} aside: {e}",
-                out.display()
-            )),
+            Err(e) => match std::fs::remove_file(out) {
+                Ok(()) => problems.push(format!(
+                    "the output {} was deleted: it cannot be moved to {} ({e})",
+                    out.display(),
+                    aside.display()
+                )),
+                Err(e2) => problems.push(format!(
+                    "the rejected output {} is still there: it cannot be moved to {} ({e}) or \
+                     deleted ({e2}); delete it before building again",
+                    out.display(),
+                    aside.display()
+                )),
+            },
         }
     }
     Err(Error::FuncmapCheck { problems })
@@ -545,7 +649,7 @@ mod tests {
     fn plan_in(dir: &Path, argv: &str) -> Plan {
         struct InDir<'a>(&'a Path);
         impl Toolchain for InDir<'_> {
-            fn compiler(&mut self, _: Option<&Path>) -> Result<PathBuf, Error> {
+            fn compiler(&mut self, _: Option<&Configured>) -> Result<PathBuf, Error> {
                 Ok(self.0.join("hipcc"))
             }
             fn plugin(&mut self, _: &Path) -> Result<PathBuf, Error> {
@@ -560,8 +664,10 @@ mod tests {
         let args = v(argv);
         let step = classify(&args);
         let settings = Ok(Settings::default());
+        let taken = take_plugin_options(&args).unwrap();
         let req = Request {
             args: &args,
+            plugin_options: &taken,
             step: &step,
             settings: &settings,
             verbose: false,
@@ -601,16 +707,21 @@ mod tests {
         }
     }
 
+    /// A compiler that succeeds writing `out`, which holds no code object.
+    fn writing_no_code_object(out: &Path) -> Recorder {
+        let written = out.to_path_buf();
+        Recorder::doing(move |_: &Invocation| {
+            std::fs::write(&written, b"not a code object")?;
+            Ok(Status::SUCCESS)
+        })
+    }
+
     #[test]
     fn a_rejected_output_is_moved_aside_and_fails_with_exit_1() {
         let d = tempfile::tempdir().unwrap();
         let plan = plan_in(d.path(), "-c k.hip -o k.o");
         let out = d.path().join("k.o");
-        let written = out.clone();
-        let mut fake = Recorder::doing(move |_: &Invocation| {
-            std::fs::write(&written, b"not a code object")?;
-            Ok(Status::SUCCESS)
-        });
+        let mut fake = writing_no_code_object(&out);
         let e = execute(&plan, &mut fake).unwrap_err();
         assert_eq!(e.exit_code(), 1);
         let text = e.to_string();
@@ -627,13 +738,84 @@ mod tests {
     }
 
     #[test]
-    fn a_successful_step_without_its_output_on_disk_is_fine() {
-        // (-o names a file the compiler did not write, e.g. a cache hit elsewhere.)
+    fn a_successful_step_that_wrote_no_output_fails_naming_it() {
         let d = tempfile::tempdir().unwrap();
-        let plan = plan_in(d.path(), "k.hip -o app");
+        let hipcc = d.path().join("hipcc");
+        for (argv, out) in [("k.hip -o app", "app"), ("-c a.hip b.hip", "b.o")] {
+            let plan = plan_in(d.path(), argv);
+            if out == "b.o" {
+                std::fs::write(d.path().join("a.o"), b"").unwrap();
+            }
+            let a = d.path().join("a.o");
+            // hipcc writes a.o (a new file) but not b.o.
+            let mut fake = Recorder::doing(move |_: &Invocation| {
+                let _ = std::fs::remove_file(&a);
+                std::fs::write(&a, b"new")?;
+                Ok(Status::SUCCESS)
+            });
+            let e = execute(&plan, &mut fake).unwrap_err();
+            assert_eq!(e.exit_code(), 1, "{argv}");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "{} exited with status 0 but did not write {}; the step failed",
+                    hipcc.display(),
+                    d.path().join(out).display()
+                ),
+                "{argv}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_successful_step_that_left_its_output_unchanged_fails_naming_it() {
+        let d = tempfile::tempdir().unwrap();
+        let plan = plan_in(d.path(), "-c k.hip -o k.o");
+        let out = d.path().join("k.o");
+        std::fs::write(&out, b"stale object").unwrap();
+        let mut fake = Recorder::ending(Status::SUCCESS);
+        let e = execute(&plan, &mut fake).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert!(
+            e.to_string().ends_with(&format!(
+                "exited with status 0 but left unchanged {}; the step failed",
+                out.display()
+            )),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&out).unwrap(), b"stale object", "left alone");
+        // An output that is no regular file (-o /dev/null in a configure test) is not judged:
+        // here a FIFO, which nobody opens.
+        std::fs::remove_file(&out).unwrap();
+        let c = std::ffi::CString::new(out.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         let mut fake = Recorder::ending(Status::SUCCESS);
         assert_eq!(execute(&plan, &mut fake).unwrap(), Status::SUCCESS);
-        assert_eq!(fake.calls.len(), 1);
+    }
+
+    #[test]
+    fn a_rejected_output_is_deleted_when_it_cannot_be_moved_aside() {
+        let d = tempfile::tempdir().unwrap();
+        let plan = plan_in(d.path(), "-c k.hip -o k.o");
+        let out = d.path().join("k.o");
+        // `k.o.sqtt-rejected` is a directory that is not empty: no rename can replace it.
+        let aside = d.path().join("k.o.sqtt-rejected");
+        std::fs::create_dir_all(aside.join("x")).unwrap();
+        let mut fake = writing_no_code_object(&out);
+        let e = execute(&plan, &mut fake).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert!(!out.exists(), "the rejected output is not left in place");
+        assert!(aside.join("x").is_dir(), "the directory is left alone");
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!(
+                "the output {} was deleted: it cannot be moved to {} (",
+                out.display(),
+                aside.display()
+            )),
+            "{text}"
+        );
     }
 
     #[test]
@@ -656,10 +838,28 @@ mod tests {
     }
 
     #[test]
+    fn paths_are_escaped_in_dependency_files_as_clang_escapes_them() {
+        // clang's own test (dependency-gen-escaping.c) and a directory named `p $x #2`.
+        for (path, escaped) in [
+            ("    .h", r"\ \ \ \ .h"),
+            ("$$.h", "$$$$.h"),
+            ("##.h", r"\#\#.h"),
+            (r"a\b\#c\ d.h", r"a\b\\#c\\\ d.h"),
+            ("/w/p $x #2/sqtt.toml", r"/w/p\ $$x\ \#2/sqtt.toml"),
+            ("/plain/path", "/plain/path"),
+        ] {
+            assert_eq!(make_escaped(path), escaped, "{path}");
+        }
+    }
+
+    #[test]
     fn the_dependency_file_gets_the_plugin_after_a_successful_compile() {
-        let d = tempfile::tempdir().unwrap();
+        let base = tempfile::tempdir().unwrap();
+        let d = base.path().join("p $x #2");
+        std::fs::create_dir(&d).unwrap();
+        let d = tempfile::TempDir::new_in(&d).unwrap();
         let dep = d.path().join("k.d");
-        let plan = plan_in(d.path(), "-c k.hip -MD -MF k.d -o k.o");
+        let plan = plan_in(d.path(), "-S k.hip -MD -MF k.d -o k.s");
         let rule = "k.o: k.hip \\\n  a.h\nother: x\n";
         let written = dep.clone();
         let mut fake = Recorder::doing(move |_: &Invocation| {
@@ -668,11 +868,16 @@ mod tests {
         });
         assert_eq!(execute(&plan, &mut fake).unwrap(), Status::SUCCESS);
         let plugin = std::fs::canonicalize(d.path().join(locate::PLUGIN_FILE)).unwrap();
+        let plugin = plugin.to_str().unwrap();
+        assert!(plugin.contains("/p $x #2/"), "{plugin}");
         assert_eq!(
             std::fs::read_to_string(&dep).unwrap(),
             format!(
                 "k.o: k.hip \\\n  a.h \\\n  {}\nother: x\n",
-                plugin.display()
+                plugin
+                    .replace(' ', "\\ ")
+                    .replace('$', "$$")
+                    .replace('#', "\\#")
             )
         );
         // A failed compile leaves it as the compiler wrote it.

@@ -167,19 +167,21 @@ pub(crate) unsafe fn run_prune(raw: LLVMValueRef) -> bool {
 /// command line override both.
 fn plugin_settings() -> Result<Settings, sqtt_config::ConfigError> {
     let get = |k: &str| std::env::var(k).ok();
-    let file = if get("SQTT_HIPCC_DEPTH").is_some_and(|v| !v.is_empty()) {
-        None
+    let located = if get("SQTT_HIPCC_DEPTH").is_some_and(|v| !v.is_empty()) {
+        sqtt_config::Located::default()
     } else {
-        get(sqtt_config::var::CONFIG)
-            .filter(|v| !v.is_empty())
-            .map(std::path::PathBuf::from)
-            .or_else(|| {
-                std::env::current_dir()
-                    .ok()
-                    .and_then(|d| sqtt_config::find_config_file(&d))
-            })
+        let cwd = std::env::current_dir().unwrap_or_default();
+        sqtt_config::locate_config(None, &cwd, &get)
     };
-    Settings::load_with_options(file.as_deref(), get, options::given)
+    // A sqtt.toml found but not used (another user's) is said once per compiler process (the
+    // settings are read by each phase).
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        for ignored in &located.ignored {
+            eprintln!("sqtt plugin: warning: {ignored}");
+        }
+    });
+    Settings::located(&located, get, options::given)
 }
 
 /// The metadata kinds of the pass's tags in a context, looked up once per context.

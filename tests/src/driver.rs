@@ -118,9 +118,17 @@ pub fn driver(cwd: &Path) -> Command {
 /// Writes a fake compiler into `dir` that records its arguments (one per line) in
 /// `dir/argv.log` and its `SQTT_*`/`HIPCC_*` environment in `dir/env.log`, answers `--version`
 /// like clang `FAKE_CLANG` (default 15), prints `FAKE_STDOUT`/`FAKE_STDERR`, and exits with
-/// `FAKE_EXIT` (default 0) or kills itself with signal `FAKE_SIGNAL`.
+/// `FAKE_EXIT` (default 0) or kills itself with signal `FAKE_SIGNAL`. When it succeeds it writes
+/// its output as a compiler does (`-o FILE`, else `NAME.o` per input with `-c`; `@files` read):
+/// a host object without device code, unless `FAKE_NO_OUTPUT` is set.
 pub fn fake_compiler(dir: &Path) -> PathBuf {
     let p = dir.join("fake-hipcc");
+    let object = dir.join("fake-object.o");
+    let mut cc = Command::new("cc");
+    cc.args(["-c", "-x", "c", "-", "-o"])
+        .arg(&object)
+        .stdin(std::process::Stdio::null());
+    run_ok(&mut cc);
     let script = format!(
         r#"#!/bin/sh
 if [ $# -gt 0 ]; then printf '%s\n' "$@" > '{d}/argv.log'; else : > '{d}/argv.log'; fi
@@ -131,9 +139,33 @@ done
 [ -n "$FAKE_STDOUT" ] && printf '%s' "$FAKE_STDOUT"
 [ -n "$FAKE_STDERR" ] && printf '%s' "$FAKE_STDERR" >&2
 [ -n "$FAKE_SIGNAL" ] && kill -"$FAKE_SIGNAL" $$
+out=; compile=; inputs=; skip=
+scan() {{
+  for a in "$@"; do
+    if [ -n "$skip" ]; then [ "$skip" = o ] && out=$a; skip=; continue; fi
+    case "$a" in
+      -o) skip=o;;
+      -o?*) out=${{a#-o}};;
+      -MF|-MT|-MQ|-x|-Xclang|-Xlinker|-Xoffload-linker|-mllvm|-I|-D|-include|-isystem|-Xarch_*) skip=x;;
+      -c) compile=1;;
+      @*) if [ -f "${{a#@}}" ]; then eval "scan $(cat "${{a#@}}")"; fi;;
+      -*) ;;
+      *) inputs="$inputs $a";;
+    esac
+  done
+}}
+scan "$@"
+if [ "${{FAKE_EXIT:-0}}" = 0 ] && [ -z "$FAKE_NO_OUTPUT" ]; then
+  if [ -n "$out" ]; then
+    [ "$out" = - ] || cp '{o}' "$out"
+  elif [ -n "$compile" ]; then
+    for i in $inputs; do b=${{i##*/}}; cp '{o}' "${{b%.*}}.o"; done
+  fi
+fi
 exit ${{FAKE_EXIT:-0}}
 "#,
-        d = dir.display()
+        d = dir.display(),
+        o = object.display()
     );
     std::fs::write(&p, script).unwrap();
     use std::os::unix::fs::PermissionsExt;

@@ -1,5 +1,30 @@
 //! Kernels more than one test file builds.
 
+/// A kernel with one named scope, `work` (markers.hpp), and a host `main`: what the wrapper's
+/// tests build.
+pub const WORK_KERNEL: &str = r#"
+#include <hip/hip_runtime.h>
+#include "markers.hpp"
+
+__global__ void my_kernel(float *p, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  sqtt_marker_enter("work");
+  p[i] = p[i] * 2.0f + 1.0f;
+  sqtt_marker_exit("work");
+}
+int main() { return 0; }
+"#;
+
+/// `src` (whose markers get ID 1) with a hand-made funcmap row in the same section,
+/// `U:1:intruder`: ID 1 twice, which the wrapper's post-build check rejects.
+pub fn with_colliding_funcmap(src: &str) -> String {
+    format!(
+        "{src}\n__attribute__((section(\".sqtt_funcmap\"), used)) __device__ const char \
+         extra_map[] = \"U:1:intruder\\n\";\n"
+    )
+}
+
 /// README's example kernel (examples/my_kernel.hip without its host code): named scopes, a
 /// data marker and a point, so every marker kind of markers.hpp.
 pub const MY_KERNEL: &str = r#"#include <hip/hip_runtime.h>

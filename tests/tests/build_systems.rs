@@ -12,19 +12,7 @@ use sqtt_e2e::toolchain::{
     device_lib_dir, hipcc, llvm_tool, plugin_path, repo_root, run_ok, workdir,
 };
 
-const KERNEL: &str = r#"
-#include <hip/hip_runtime.h>
-#include "markers.hpp"
-
-__global__ void my_kernel(float *p, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  sqtt_marker_enter("work");
-  p[i] = p[i] * 2.0f + 1.0f;
-  sqtt_marker_exit("work");
-}
-int main() { return 0; }
-"#;
+use sqtt_e2e::kernels::WORK_KERNEL as KERNEL;
 
 fn wrapper(dir: &Path, plugin: &Path) -> Command {
     let mut c = driver(dir);

@@ -253,10 +253,7 @@ fn instrumented_build_is_checked_and_reports_its_funcmap() {
 fn a_failed_post_build_check_is_an_error_and_moves_the_output_aside() {
     let d = workdir();
     // A hand-made funcmap joins the plugin's in the same section: ID 1 twice.
-    let src = format!(
-        "{KERNEL}\n__attribute__((section(\".sqtt_funcmap\"), used)) __device__ const char \
-         extra_map[] = \"U:1:intruder\\n\";\n"
-    );
+    let src = sqtt_e2e::kernels::with_colliding_funcmap(KERNEL);
     std::fs::write(d.path().join("k.hip"), src).unwrap();
     let o = wrapper(d.path())
         .args(["--offload-arch=gfx90a", "k.hip", "-o", "app"])

@@ -1,7 +1,7 @@
 //! Argument vectors in, plans out: no process is started and no file is read.
 
 use super::*;
-use crate::args::classify;
+use crate::args::{classify, take_plugin_options};
 
 const HIPCC: &str = "/rocm/bin/hipcc";
 const PLUGIN: &str = "/p/libsqtt_plugin.so";
@@ -13,12 +13,15 @@ const CWD: &str = "/w";
 struct Fixed {
     looked_up: Vec<&'static str>,
     no_plugin: bool,
+    /// Who named the compiler looked up last.
+    named_by: Option<NamedBy>,
 }
 
 impl Toolchain for Fixed {
-    fn compiler(&mut self, configured: Option<&Path>) -> Result<PathBuf, Error> {
+    fn compiler(&mut self, configured: Option<&Configured>) -> Result<PathBuf, Error> {
         self.looked_up.push("compiler");
-        Ok(configured.map_or_else(|| PathBuf::from(HIPCC), Path::to_path_buf))
+        self.named_by = configured.map(|c| c.by.clone());
+        Ok(configured.map_or_else(|| PathBuf::from(HIPCC), |c| c.path.clone()))
     }
     fn plugin(&mut self, _compiler: &Path) -> Result<PathBuf, Error> {
         self.looked_up.push("plugin");
@@ -38,6 +41,8 @@ struct Given<'a> {
     argv: &'a str,
     env: &'a [(&'a str, &'a str)],
     config_file: Option<&'a str>,
+    /// The text of `config_file` (none: the settings do not read it).
+    config_text: Option<&'a str>,
     tools: Fixed,
 }
 
@@ -46,6 +51,7 @@ fn given<'a>(argv: &'a str, env: &'a [(&'a str, &'a str)]) -> Given<'a> {
         argv,
         env,
         config_file: None,
+        config_text: None,
         tools: Fixed::default(),
     }
 }
@@ -61,9 +67,16 @@ impl Given<'_> {
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| v.to_string())
         };
-        let settings = Settings::from_env(get);
+        // As the wrapper gathers them: the plugin options taken out, over the variables.
+        let taken = take_plugin_options(&args).map_err(Error::PluginOption)?;
+        let file = self.config_text.map(|text| sqtt_config::ConfigFile {
+            path: PathBuf::from(self.config_file.unwrap()),
+            text: text.to_string(),
+        });
+        let settings = Settings::from_sources(file.as_ref(), get, |o| taken.value(o));
         let req = Request {
             args: &args,
+            plugin_options: &taken,
             step: &step,
             settings: &settings,
             verbose: verbose_var(&get),
@@ -90,7 +103,7 @@ fn settings() -> Settings {
     Settings::default()
 }
 
-/// What the wrapper adds after the user's arguments, in order.
+/// What the wrapper adds before the user's arguments, in order.
 #[derive(Debug, Clone, Copy)]
 enum Add {
     /// `-Xarch_device -fpass-plugin=P -fplugin=P` and every setting as a plugin option.
@@ -125,11 +138,12 @@ fn added(parts: &[Add]) -> Vec<String> {
     v
 }
 
-/// The arguments after the given ones (which must come first, unchanged).
+/// The arguments before the given ones (which must come last, unchanged).
 fn extra(p: &Plan, argv: &str) -> Vec<String> {
     let given = shell_words::split(argv).unwrap();
-    assert_eq!(p.command.args[..given.len()], given[..], "{argv}");
-    p.command.args[given.len()..].to_vec()
+    let at = p.command.args.len() - given.len();
+    assert_eq!(p.command.args[at..], given[..], "{argv}");
+    p.command.args[..at].to_vec()
 }
 
 fn outputs(names: &[&str]) -> Vec<PathBuf> {
@@ -651,7 +665,7 @@ fn the_trace_says_what_runs() {
         assert!(p.verbose, "{v}");
         assert!(
             p.trace[0].starts_with(
-                "sqtt-hipcc: Compile step, instrumentation on, running /rocm/bin/hipcc -c k.hip \
+                "sqtt-hipcc: Compile step, instrumentation on, running /rocm/bin/hipcc \
                  -Xarch_device"
             ),
             "{:?}",
@@ -720,7 +734,11 @@ fn launcher_plans() {
         let mut g = given(argv, &[]);
         let p = g.run(Some("clang++-15")).unwrap();
         assert_eq!(p.command.program, Path::new("clang++-15"), "{argv}");
-        assert_eq!(extra(&p, argv), added(add), "{argv}");
+        // After the command's own arguments: the program may be a launcher (ccache) whose first
+        // argument is the compiler.
+        let given = shell_words::split(argv).unwrap();
+        assert_eq!(p.command.args[..given.len()], given[..], "{argv}");
+        assert_eq!(p.command.args[given.len()..], added(add)[..], "{argv}");
         assert_eq!(defers(&p), defer, "{argv}");
         assert_eq!(p.command.env("SQTT_ENABLED"), Some("1"), "{argv}");
         assert_eq!(p.command.env("SQTT_HIPCC_DEPTH"), None, "{argv}");
@@ -745,4 +763,135 @@ fn launcher_plans() {
         .run(Some("clang++"))
         .unwrap_err();
     assert!(matches!(e, Error::Settings(_)), "{e:?}");
+}
+
+/// The user's `-mllvm -sqtt-marker-*` (issue 25): taken out of what hipcc gets (lld knows no such
+/// option), its value carried by the settings: on compiles in the wrapper's own plugin options,
+/// on links in the exported variables (the -fgpu-rdc device link reads them).
+#[test]
+fn plugin_options_of_the_user_reach_the_plugin_and_never_lld() {
+    let barrier = "-sqtt-marker-mem-barrier=none";
+    for spelled in [
+        format!("-mllvm {barrier}"),
+        format!("-mllvm={barrier}"),
+        format!("-Xclang -mllvm -Xclang {barrier}"),
+    ] {
+        let argv = format!("-c k.hip {spelled} -o k.o");
+        let p = given(&argv, &[("SQTT_MEM_BARRIER", "asm")]).plan();
+        let given_args: Vec<String> = shell_words::split("-c k.hip -o k.o").unwrap();
+        assert_eq!(
+            p.command.args[p.command.args.len() - 4..],
+            given_args[..],
+            "{argv}"
+        );
+        let at = p
+            .command
+            .args
+            .iter()
+            .position(|a| a == barrier)
+            .expect(&argv);
+        assert_eq!(
+            p.command.args[at - 3..at],
+            ["-Xclang", "-mllvm", "-Xclang"],
+            "{argv}"
+        );
+        assert_eq!(
+            p.command
+                .args
+                .iter()
+                .filter(|a| a.contains("mem-barrier"))
+                .count(),
+            1
+        );
+        assert_eq!(p.command.env("SQTT_MEM_BARRIER"), Some("none"), "{argv}");
+        for link in ["k.o -o app", "-fgpu-rdc k.o -o app"] {
+            let argv = format!("{link} {spelled}");
+            let p = given(&argv, &[]).plan();
+            assert!(
+                !p.command
+                    .args
+                    .iter()
+                    .any(|a| a.contains("sqtt-marker") || a.contains("mllvm")),
+                "{argv}: {:?}",
+                p.command.args
+            );
+            assert_eq!(p.command.env("SQTT_MEM_BARRIER"), Some("none"), "{argv}");
+        }
+    }
+    // Probes and preprocessing get the arguments as given.
+    let p = plan("-### -c k.hip -mllvm -sqtt-marker-mem-barrier=none");
+    assert_eq!(
+        extra(&p, "-### -c k.hip -mllvm -sqtt-marker-mem-barrier=none"),
+        Vec::<String>::new()
+    );
+    // A bad value names the option; an unknown option is an error of its own (exit 2).
+    let e = given("-c k.hip -mllvm -sqtt-marker-mem-barrier=sometimes", &[])
+        .run(None)
+        .unwrap_err();
+    assert!(
+        e.to_string().starts_with(
+            "plugin option -sqtt-marker-mem-barrier has the invalid value \"sometimes\""
+        ),
+        "{e}"
+    );
+    let e = given("-c k.hip -mllvm -sqtt-marker-mem=none", &[])
+        .run(None)
+        .unwrap_err();
+    assert!(matches!(e, Error::PluginOption(_)), "{e:?}");
+    assert_eq!(e.exit_code(), 2);
+    // --sqtt-launch: taken out too, the value exported.
+    let p = given(
+        "-x hip -c k.hip -mllvm -sqtt-marker-scope-cu=-1 -o k.o",
+        &[],
+    )
+    .run(Some("clang++"))
+    .unwrap();
+    assert_eq!(p.command.args, ["-x", "hip", "-c", "k.hip", "-o", "k.o"]);
+    assert_eq!(p.command.env("SQTT_SCOPE_CU"), Some("0xFFFFFFFF"));
+}
+
+/// The wrapper's arguments come before the user's, so a user option left without its value
+/// (a trailing `-o`) cannot take one of them: hipcc reports it as without the wrapper.
+#[test]
+fn no_argument_of_the_wrapper_can_become_the_value_of_a_user_option() {
+    for argv in [
+        "-c k.hip -o",
+        "k.hip -o",
+        "-fgpu-rdc k.o -o",
+        "-c k.hip -MF",
+        "-c k.hip -Xclang",
+    ] {
+        let p = plan(argv);
+        let given_args = shell_words::split(argv).unwrap();
+        assert_eq!(p.command.args.last(), given_args.last(), "{argv}");
+        assert!(!extra(&p, argv).is_empty(), "{argv}");
+    }
+}
+
+/// A hipcc that cannot run is blamed on who named it: the variable, or the key of the file.
+#[test]
+fn the_configured_hipcc_is_named_with_where_it_was_set() {
+    let mut g = given("-c k.hip", &[]);
+    g.config_file = Some("/src/sqtt.toml");
+    g.config_text = Some("hipcc = \"/opt/x/hipcc\"\n");
+    let p = g.plan();
+    assert_eq!(p.command.program, Path::new("/opt/x/hipcc"));
+    assert_eq!(
+        g.tools.named_by,
+        Some(NamedBy::Setting(Origin::File {
+            path: "/src/sqtt.toml".into(),
+            key: "hipcc".into()
+        }))
+    );
+    for argv in ["-c k.hip", "-v"] {
+        let mut g = given(argv, &[("SQTT_HIPCC", "/y/hipcc")]);
+        g.config_file = Some("/src/sqtt.toml");
+        g.config_text = Some("hipcc = \"/opt/x/hipcc\"\n");
+        assert_eq!(g.plan().command.program, Path::new("/y/hipcc"), "{argv}");
+        assert_eq!(
+            g.tools.named_by,
+            Some(NamedBy::Setting(Origin::Env("SQTT_HIPCC"))),
+            "{argv}"
+        );
+    }
 }
