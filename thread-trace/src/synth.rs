@@ -70,6 +70,9 @@ pub struct Encoder {
     /// GFX9: where each time reset starts and where its TIMESTAMP ends (`usize::MAX` while it
     /// is owed), in bits.
     resets: Vec<(usize, usize)>,
+    /// RDNA: the plain packet types [`Encoder::other`] picks from, each with a low byte of its
+    /// own.
+    plain: Vec<(u8, Kind)>,
     /// The waves, in the order they end.
     pub waves: Vec<Expected>,
     /// The realtime markers.
@@ -97,6 +100,7 @@ impl Encoder {
             base: 0,
             owed_stamp: None,
             resets: Vec::new(),
+            plain: Vec::new(),
             waves: Vec::new(),
             markers: Vec::new(),
             records: Vec::new(),
@@ -104,6 +108,16 @@ impl Encoder {
         match crate::decode::layout(generation) {
             Some(layout) => e.put(0x11 | (u128::from(layout) << 7), 16),
             None => e.put(u128::from(GFX9_HEADER), 4),
+        }
+        if generation != Generation::Gfx9 {
+            let tables = if e.layout4() { &TABLES4 } else { &TABLES3 };
+            for (b, kd) in tables.kind_of.iter().enumerate() {
+                if let Some(kd) = kd {
+                    if kd.special == PLAIN && !e.plain.iter().any(|(_, k)| k.name == kd.name) {
+                        e.plain.push((b as u8, *kd));
+                    }
+                }
+            }
         }
         e
     }
@@ -553,19 +567,16 @@ impl Encoder {
                 let slot = (v >> 5) & 0xF;
                 v = (v & !(0xF << 5)) | ((slot % 10) << 5);
             }
+            if ty == 10 {
+                // An instruction type AMD's decoder knows (0 to 28).
+                let inst = (v >> 11) & 0x1F;
+                v = (v & !(0x1F << 11)) | ((inst % 29) << 11);
+            }
             self.put(v & ((1u128 << (16 * words)) - 1), words);
             return;
         }
         let tables = if self.layout4() { &TABLES4 } else { &TABLES3 };
-        let mut plain: Vec<(u8, Kind)> = Vec::new();
-        for (b, kd) in tables.kind_of.iter().enumerate() {
-            if let Some(kd) = kd {
-                if kd.special == PLAIN && !plain.iter().any(|(_, k)| k.name == kd.name) {
-                    plain.push((b as u8, *kd));
-                }
-            }
-        }
-        let (low, kd) = plain[pick % plain.len()];
+        let (low, kd) = self.plain[pick % self.plain.len()];
         let bits = u32::from(kd.bits);
         let keep = |lo: u32, width: u32| -> u128 { ((1u128 << width) - 1) << lo };
         let mut v = payload & ((1u128 << bits) - 1);

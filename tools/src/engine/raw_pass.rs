@@ -33,16 +33,16 @@ impl Demux {
         let mut counts = RunStats::default();
         let mut file_errors: Vec<String> = Vec::new();
         let mut order = Reorder::default();
+        // Kept from file to file: the trace read, its records.
+        let mut data = Vec::new();
+        let mut records = Vec::new();
         for (se, path) in &ui.shaderdata {
             let se = *se;
-            let data = match crate::thread_trace::read_trace(path) {
-                Ok(d) => d,
-                Err(e) => {
-                    counts.files_bad += 1;
-                    file_errors.push(format!("{e:#}"));
-                    continue;
-                }
-            };
+            if let Err(e) = raw::read_into(path, &mut data) {
+                counts.files_bad += 1;
+                file_errors.push(e.to_string());
+                continue;
+            }
             // A record pass passes the progress on in its log.
             if M == RECORD {
                 log(p).progress(data.len() as u64);
@@ -55,8 +55,7 @@ impl Demux {
                     .warn(kind::NO_GENERATION, || path.display().to_string());
                 continue;
             };
-            let decoded = raw::decode_engine(generation, se, &data);
-            drop(data);
+            let decoded = raw::decode_engine(generation, se, &data, &mut records);
             if let Some(stop) = decoded.summary.stop {
                 p.diag.warn(kind::STOPPED, || {
                     format!("{}: decoding stopped: {stop}", path.display())
@@ -65,9 +64,9 @@ impl Demux {
             // The engine's waves before its records: a record's wave is found among them.
             raw::add_waves(&mut p.catalog.occ, decoded.waves, raw.occupancy_id);
             counts.files_ok += 1;
-            counts.records += decoded.records.len() as u64;
-            for r in &decoded.records {
-                order.push(r, |x| self.record::<S, M>(p, se, x));
+            counts.records += records.len() as u64;
+            for r in &records {
+                order.push(&raw::record(r), |x| self.record::<S, M>(p, se, x));
             }
             order.flush(|r| self.record::<S, M>(p, se, r));
         }

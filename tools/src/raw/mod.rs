@@ -334,22 +334,76 @@ pub fn generation_of(data: &[u8]) -> Option<Generation> {
     }
 }
 
-/// One shader engine's trace decoded: its records, in stream order, and its waves as occupancy
-/// rows (start or end, time), by slot key.
+/// The largest raw trace read (it is read whole).
+pub const MAX_TRACE_BYTES: u64 = 16 << 30;
+
+/// Reads one raw trace into `buf` (kept between files: its pages are touched once), as
+/// [`crate::thread_trace::read_trace`] reads one: only a regular file, no further than its size
+/// when opened, at most [`MAX_TRACE_BYTES`]; a file that shrinks while read is an error.
+pub fn read_into(path: &Path, buf: &mut Vec<u8>) -> Result<(), Error> {
+    use std::io::Read;
+    let (f, len) = sqtt_config::file::open_regular(path).map_err(|e| Error::io(path, e))?;
+    if len > MAX_TRACE_BYTES {
+        return Err(Error::Malformed {
+            path: path.to_path_buf(),
+            reason: format!(
+                "it is {len} bytes; a raw trace may have at most {MAX_TRACE_BYTES} bytes"
+            ),
+        });
+    }
+    buf.clear();
+    let want = len as usize;
+    if buf.capacity() < want {
+        buf.reserve_exact(want);
+        advise_huge_pages(buf);
+    }
+    (&f).take(len)
+        .read_to_end(buf)
+        .map_err(|e| Error::io(path, e))?;
+    if buf.len() < want {
+        return Err(Error::Malformed {
+            path: path.to_path_buf(),
+            reason: format!(
+                "it shrank from {want} to {} bytes while it was read (is it being rewritten?)",
+                buf.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Asks the kernel for huge pages under `buf`'s capacity: a trace of tens of megabytes is then
+/// read into a few dozen pages instead of thousands (each faulted in, zeroed and freed). Only
+/// advice: nothing changes where the kernel does not take it.
+fn advise_huge_pages(buf: &mut Vec<u8>) {
+    const PAGE: usize = 4096;
+    let start = buf.as_mut_ptr() as usize;
+    let end = start + buf.capacity();
+    let (a, b) = (start.div_ceil(PAGE) * PAGE, end / PAGE * PAGE);
+    if b > a {
+        // SAFETY: the range lies inside `buf`'s allocation, which this process owns; the advice
+        // changes no memory contents.
+        unsafe {
+            libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+/// One shader engine's trace decoded: its waves as occupancy rows (start or end, time) by slot
+/// key, and what the decoder saw.
 pub struct Decoded {
-    pub records: Vec<Record>,
     pub waves: BTreeMap<u64, Vec<(u64, bool)>>,
     pub summary: decode::Summary,
 }
 
-struct Collect {
+struct Collect<'a> {
     se: u32,
     generation: Generation,
-    records: Vec<Record>,
+    records: &'a mut Vec<decode::ShaderData>,
     waves: BTreeMap<u64, Vec<(u64, bool)>>,
 }
 
-impl Collect {
+impl Collect<'_> {
     fn wave(&mut self, cu: u32, simd: u32, slot: u32, time: u64, start: bool) {
         let cu = u32::from(decode::amd_cu(self.generation, cu));
         self.waves
@@ -359,38 +413,51 @@ impl Collect {
     }
 }
 
-impl DecodeSink for Collect {
+impl DecodeSink for Collect<'_> {
     fn wave_start(&mut self, cu: u32, simd: u32, slot: u32, time: u64) {
         self.wave(cu, simd, slot, time, true);
     }
     fn wave_end(&mut self, cu: u32, simd: u32, slot: u32, time: u64) {
         self.wave(cu, simd, slot, time, false);
     }
+    #[inline]
     fn shader_data(&mut self, r: decode::ShaderData) {
-        self.records.push(Record {
-            time: r.time,
-            value: r.value,
-            cu: u32::from(r.cu),
-            simd: u32::from(r.simd),
-            wave_id: u32::from(r.wave),
-            flags: u32::from(r.flags),
-        });
+        self.records.push(r);
     }
 }
 
-/// Decodes one shader engine's trace `data` of `generation`.
-pub fn decode_engine(generation: Generation, se: u32, data: &[u8]) -> Decoded {
+/// Decodes one shader engine's trace `data` of `generation`: its records into `records` (in
+/// stream order; emptied first), its waves returned.
+pub fn decode_engine(
+    generation: Generation,
+    se: u32,
+    data: &[u8],
+    records: &mut Vec<decode::ShaderData>,
+) -> Decoded {
+    records.clear();
     let mut c = Collect {
         se,
         generation,
-        records: Vec::new(),
+        records,
         waves: BTreeMap::new(),
     };
     let summary = decode::decode(generation, data, &mut c);
     Decoded {
-        records: c.records,
         waves: c.waves,
         summary,
+    }
+}
+
+/// A decoded record as the engine reads a shaderdata row.
+#[inline]
+pub fn record(r: &decode::ShaderData) -> Record {
+    Record {
+        time: r.time,
+        value: r.value,
+        cu: u32::from(r.cu),
+        simd: u32::from(r.simd),
+        wave_id: u32::from(r.wave),
+        flags: u32::from(r.flags),
     }
 }
 
