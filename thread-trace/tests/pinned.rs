@@ -3,14 +3,12 @@
 //! and records, and synthetic streams with instruction packets and shader data of every form on
 //! each generation. No AMD code is needed to run these.
 
-use std::path::{Path, PathBuf};
+#[path = "support/pinned.rs"]
+mod pinned;
 
-use sqtt_thread_trace::decode::{decode, shader_data, ShaderData, Sink};
+use pinned::{data_dir, pinned};
+use sqtt_thread_trace::decode::{amd_cu, decode, shader_data, ShaderData, Sink};
 use sqtt_thread_trace::{waves, GcVersion, Generation, Gpu};
-
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data")
-}
 
 fn gpu(g: Generation) -> Gpu {
     let gc = match g {
@@ -33,89 +31,60 @@ fn generation(path: &str) -> Generation {
     }
 }
 
-type Wave5 = (u64, u64, u64, u64, u64);
-
-fn amd_cu(g: Generation, cu: u32) -> u64 {
-    u64::from(match g {
-        Generation::Gfx9 => cu & 0xF,
-        Generation::Gfx11 => (cu & 7) + ((cu >> 3) << 7),
-        _ => (cu & 0xF) + ((cu >> 4) << 7),
-    })
-}
-
 #[test]
 fn waves_and_records_equal_amds() {
-    let doc: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(data_dir().join("amd-decoder/expected.json")).unwrap(),
-    )
-    .unwrap();
-    let files = doc["files"].as_object().unwrap();
+    let files = pinned();
     assert!(files.len() >= 150 + 12, "{} files pinned", files.len());
     let (mut n_waves, mut n_records, mut n_real) = (0, 0, 0);
-    for (name, want) in files {
+    for (name, want) in &files {
         let g = generation(name);
         let data = std::fs::read(data_dir().join(name)).unwrap();
-        assert_eq!(want["status"], 0, "{name}: AMD's decoder failed on it");
-        let mut ours: Vec<Wave5> = waves(&gpu(g), &data)
+        assert_eq!(want.status, 0, "{name}: AMD's decoder failed on it");
+        let mut ours: Vec<[u64; 5]> = waves(&gpu(g), &data)
             .iter()
             .map(|w| {
-                (
-                    amd_cu(g, w.cu),
+                [
+                    u64::from(amd_cu(g, w.cu)),
                     u64::from(w.simd),
                     u64::from(w.slot),
                     w.start,
                     w.stop,
-                )
+                ]
             })
             .collect();
         ours.sort();
-        let mut theirs: Vec<Wave5> = Vec::new();
+        // AMD's placeholder for an end without a start (README.md): not a wave here.
         let mut unmatched = ours.clone();
-        for w in want["waves"].as_array().unwrap() {
-            let v: Vec<u64> = w
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_u64().unwrap())
-                .collect();
-            let w = (v[0], v[1], v[2], v[3], v[4]);
-            // AMD's placeholder for an end without a start (README.md): not a wave here.
-            if w.3 == 0 {
-                match unmatched.iter().position(|x| *x == w) {
+        let mut theirs: Vec<[u64; 5]> = Vec::new();
+        for w in &want.waves {
+            if w[3] == 0 {
+                match unmatched.iter().position(|x| x == w) {
                     Some(i) => {
                         unmatched.swap_remove(i);
                     }
                     None => continue,
                 }
             }
-            theirs.push(w);
+            theirs.push(*w);
         }
         theirs.sort();
         assert_eq!(ours, theirs, "{name}: waves");
-        let mut records: Vec<ShaderData> = shader_data(g, &data).0;
-        records.sort();
-        let want_records: Vec<ShaderData> = want["records"]
-            .as_array()
-            .unwrap()
+        let mut records: Vec<[u64; 6]> = shader_data(g, &data)
+            .0
             .iter()
             .map(|r| {
-                let v: Vec<u64> = r
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|x| x.as_u64().unwrap())
-                    .collect();
-                ShaderData {
-                    time: v[0],
-                    value: v[1] as u32,
-                    cu: v[2] as u8,
-                    simd: v[3] as u8,
-                    wave: v[4] as u8,
-                    flags: v[5] as u8,
-                }
+                [
+                    r.time,
+                    u64::from(r.value),
+                    u64::from(r.cu),
+                    u64::from(r.simd),
+                    u64::from(r.wave),
+                    u64::from(r.flags),
+                ]
             })
             .collect();
-        assert_eq!(records, want_records, "{name}: records");
+        records.sort();
+        assert_eq!(records, want.records, "{name}: records");
         n_waves += ours.len();
         n_records += records.len();
         n_real += usize::from(name.starts_with("sqtt-captures"));

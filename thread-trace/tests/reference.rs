@@ -14,20 +14,12 @@ mod amd;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use sqtt_thread_trace::decode::shader_data;
+use sqtt_thread_trace::decode::{amd_cu, shader_data};
 use sqtt_thread_trace::synth::{Encoder, Form, Slot};
 use sqtt_thread_trace::{builtin, waves, Generation, Gpu, Wave};
 
 /// A wave in AMD's numbering: (cu, simd, slot, start, stop).
 type AmdWave = (u8, u8, u8, u64, u64);
-
-fn amd_cu(g: Generation, cu: u32) -> u8 {
-    match g {
-        Generation::Gfx9 => (cu & 0xF) as u8,
-        Generation::Gfx11 => ((cu & 7) + ((cu >> 3) << 7)) as u8,
-        _ => ((cu & 0xF) + ((cu >> 4) << 7)) as u8,
-    }
-}
 
 fn ours(g: Generation, gpu: &Gpu, data: &[u8]) -> (Vec<AmdWave>, Vec<amd::Record>) {
     let ws: Vec<AmdWave> = waves(gpu, data)
@@ -61,6 +53,21 @@ fn agreement<T: Ord + Clone>(a: &[T], b: &[T]) -> (usize, usize) {
         }
     }
     (eq, a.len().max(b.len()))
+}
+
+/// What `a` holds beyond `b`, as multisets.
+fn minus<T: PartialEq + Copy>(a: &[T], b: &[T]) -> Vec<T> {
+    let mut b = b.to_vec();
+    a.iter()
+        .filter(|x| match b.iter().position(|y| y == *x) {
+            Some(i) => {
+                b.swap_remove(i);
+                false
+            }
+            None => true,
+        })
+        .copied()
+        .collect()
 }
 
 #[derive(Default, Debug)]
@@ -102,41 +109,12 @@ impl Tally {
                 amd.status, w.0, w.1, r.0, r.1
             );
             if std::env::var_os("SQTT_REFERENCE_VERBOSE").is_some() {
-                let only_r = |a: &[amd::Record], b: &[amd::Record]| -> Vec<amd::Record> {
-                    let mut b = b.to_vec();
-                    a.iter()
-                        .filter(|x| match b.iter().position(|y| y == *x) {
-                            Some(i) => {
-                                b.swap_remove(i);
-                                false
-                            }
-                            None => true,
-                        })
-                        .copied()
-                        .collect()
-                };
                 line += &format!(
-                    "\n  AMD only {:?}\n  ours only {:?}",
-                    only_r(&amd.records, &ours.1),
-                    only_r(&ours.1, &amd.records)
-                );
-                let only = |a: &[AmdWave], b: &[AmdWave]| -> Vec<AmdWave> {
-                    let mut b = b.to_vec();
-                    a.iter()
-                        .filter(|x| match b.iter().position(|y| y == *x) {
-                            Some(i) => {
-                                b.swap_remove(i);
-                                false
-                            }
-                            None => true,
-                        })
-                        .copied()
-                        .collect()
-                };
-                line += &format!(
-                    "\n  AMD only {:?}\n  ours only {:?}",
-                    only(&theirs, &ours.0),
-                    only(&ours.0, &theirs)
+                    "\n  AMD only {:?}\n  ours only {:?}\n  AMD only {:?}\n  ours only {:?}",
+                    minus(&amd.records, &ours.1),
+                    minus(&ours.1, &amd.records),
+                    minus(&theirs, &ours.0),
+                    minus(&ours.0, &theirs)
                 );
             }
             self.differing.push(line);

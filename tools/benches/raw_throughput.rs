@@ -30,18 +30,9 @@ mod elf;
 const PID: u64 = 77;
 const SES: u32 = 2;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+#[path = "../tests/support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 const FUNCMAP: &str = "K:_Z5benchPf@bench.hip:1\nF:1:_Z4fn1v\nF:2:_Z4fn2v\nF:3:_Z4fn3v\nF:4:_Z4fn4v\nU:5:scope_5\nU:6:scope_6\nP:7:barrier\n";
 

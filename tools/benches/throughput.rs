@@ -17,15 +17,9 @@ const SES: u32 = 4;
 const SLOTS_PER_SE: u32 = 32;
 const CHUNK: u64 = 1_000_000;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+#[path = "../tests/support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 fn funcmap_text(packed: bool) -> String {
     let mut rows = vec!["K:_Z5benchPf@bench.hip:1".to_string()];

@@ -6,6 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+#[path = "../../thread-trace/tests/support/pinned.rs"]
+mod pinned;
+
 fn sqtt(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sqtt"))
         .args(args)
@@ -45,9 +48,7 @@ fn json_records(o: &Output) -> Vec<[u64; 6]> {
 
 #[test]
 fn records_equal_amds_decoder() {
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(data("amd-decoder/expected.json")).unwrap())
-            .unwrap();
+    let pinned = pinned::pinned();
     let mut checked = 0;
     for (gpu, generation) in [
         ("gfx950", "gfx9"),
@@ -61,22 +62,9 @@ fn records_equal_amds_decoder() {
             assert_eq!(stderr(&o), "", "{rel}");
             let mut got = json_records(&o);
             got.sort();
-            let want: Vec<[u64; 6]> = doc["files"][&rel]["records"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|r| {
-                    let v: Vec<u64> = r
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|x| x.as_u64().unwrap())
-                        .collect();
-                    [v[0], v[1], v[2], v[3], v[4], v[5]]
-                })
-                .collect();
+            let want = &pinned[&rel].records;
             assert!(want.len() > 50, "{rel}");
-            assert_eq!(got, want, "{rel}");
+            assert_eq!(&got, want, "{rel}");
             checked += 1;
         }
     }
