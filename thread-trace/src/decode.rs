@@ -334,6 +334,7 @@ fn nibble(data: &[u8], p: usize) -> u8 {
 }
 
 /// The decoder's state between packets.
+#[derive(Clone, Copy)]
 struct Walk {
     p: usize,
     time: u64,
@@ -576,7 +577,257 @@ fn load12(data: &[u8], b: usize) -> Option<(u64, u64)> {
     Some((u64::from_le_bytes(*lo), u64::from_le_bytes(*mid)))
 }
 
+/// One walk over the stream's fast region (where 12 whole bytes remain after each packet's
+/// start): its state and the next packet's low byte (and leading zero nibbles).
+struct Chain {
+    st: Walk,
+    next: (usize, usize),
+}
+
+impl Chain {
+    /// A walk at `st.p`, which must be below `fast_end`.
+    #[inline(always)]
+    fn at(data: &[u8], st: Walk) -> Chain {
+        let (lo, mid) = load12(data, st.p >> 1).unwrap_or((0, 0));
+        let sh = (st.p & 1) * 4;
+        let next = ahead(lo >> sh, mid >> sh, st.p, 0);
+        Chain { st, next }
+    }
+
+    /// One packet. Where 12 whole bytes remain (so 18 nibbles too): one load and one table
+    /// look-up per packet, and a branch only for the packets that are more than time (waves,
+    /// timestamps, shader data). The table is indexed by a low byte found from the previous
+    /// packet's load, so that a packet's look-up does not wait for its own load: the walk's
+    /// chain per packet is a shift and a look-up, not a load and a look-up.
+    #[inline(always)]
+    fn step<S: Sink, const LAYOUT4: bool>(
+        &mut self,
+        data: &[u8],
+        total: usize,
+        fast_end: usize,
+        sink: &mut S,
+    ) -> Step {
+        let p = self.st.p;
+        // Always there: p < fast_end puts 12 bytes after p / 2.
+        let Some((lo, mid)) = load12(data, p >> 1) else {
+            return Step::Moved;
+        };
+        let w = lo >> ((p & 1) * 4);
+        let mid = mid >> ((p & 1) * 4);
+        let (idx, zeros) = self.next;
+        let r = step::<S, LAYOUT4, true>(data, w, idx, zeros, total, &mut self.st, sink);
+        if r == Step::Next {
+            self.next = ahead(w, mid, p, self.st.p - p);
+        } else if r == Step::Moved && self.st.p < fast_end {
+            // Moved past what followed the packet: the next look-up starts afresh.
+            *self = Chain::at(data, self.st);
+        }
+        r
+    }
+}
+
+/// The events of a walk whose time is not known yet (a chain started mid-stream), times
+/// relative to its start.
+enum Event {
+    Start(u32, u32, u32, u64),
+    End(u32, u32, u32, u64),
+    Marker(u64, u64),
+    Data(ShaderData),
+    Dropped(ShaderData),
+}
+
+#[derive(Default)]
+struct Buffered(Vec<Event>);
+
+impl Sink for Buffered {
+    fn wave_start(&mut self, cu: u32, simd: u32, slot: u32, time: u64) {
+        self.0.push(Event::Start(cu, simd, slot, time));
+    }
+    fn wave_end(&mut self, cu: u32, simd: u32, slot: u32, time: u64) {
+        self.0.push(Event::End(cu, simd, slot, time));
+    }
+    fn marker(&mut self, time: u64, realtime: u64) {
+        self.0.push(Event::Marker(time, realtime));
+    }
+    fn shader_data(&mut self, record: ShaderData) {
+        self.0.push(Event::Data(record));
+    }
+    fn dropped_shader_data(&mut self, record: ShaderData) {
+        self.0.push(Event::Dropped(record));
+    }
+}
+
+impl Event {
+    /// Hands the event to `sink`, its time moved by `offset`.
+    fn replay<S: Sink>(&self, offset: u64, sink: &mut S) {
+        let at = |t: u64| t.wrapping_add(offset);
+        match *self {
+            Event::Start(c, s, w, t) => sink.wave_start(c, s, w, at(t)),
+            Event::End(c, s, w, t) => sink.wave_end(c, s, w, at(t)),
+            Event::Marker(t, r) => sink.marker(at(t), r),
+            Event::Data(r) => sink.shader_data(ShaderData {
+                time: at(r.time),
+                ..r
+            }),
+            Event::Dropped(r) => sink.dropped_shader_data(ShaderData {
+                time: at(r.time),
+                ..r
+            }),
+        }
+    }
+}
+
+/// A packet start of the second half's walk: where, its state then, and the events before it.
+#[derive(Clone, Copy)]
+struct Mark {
+    p: usize,
+    time: u64,
+    packets: u64,
+    events: usize,
+}
+
+/// Streams at least this long are walked in two halves at once (two independent chains keep
+/// more of the CPU busy than one).
+const SPLIT_MIN: usize = 1 << 20;
+/// The packets of the second half recorded for its meeting with the first.
+const MARKS: usize = 4096;
+
+/// Walks the two halves of `data` at once: the first from the start, the second from the middle
+/// without knowing its time or where its packets begin. A nibble of no packet type there is
+/// stepped over, since the second walk need not start on a packet. When the first walk reaches
+/// the middle it steps on until it lands on a packet the second walk started; from there the two
+/// read the same packets, so the second walk's events (buffered) are the stream's, their times
+/// moved by the difference of the two walks' times there. A stop the second walk met past that
+/// point is the stream's. `st` ends where the sequential walk goes on: the end of the fast
+/// region, or (when the walks never meet) the middle; the stop, if the stream stopped.
+fn rdna_halves<S: Sink, const LAYOUT4: bool>(
+    data: &[u8],
+    sink: &mut S,
+    st: &mut Walk,
+    met: &mut bool,
+) -> Option<StopReason> {
+    let total = data.len() * 2;
+    let fast_end = data.len().saturating_sub(12) * 2;
+    let middle = total / 2;
+    let mut a = Chain::at(data, *st);
+    let mut b = Chain::at(
+        data,
+        Walk {
+            p: middle,
+            time: 0,
+            packets: 0,
+        },
+    );
+    let mut buffered = Buffered::default();
+    let mut marks: Vec<Mark> = Vec::with_capacity(MARKS);
+    // Where the second walk stopped: a nibble of no packet type (stepped over), or an extension
+    // run cut by the end (the walk ends there).
+    let mut stops: Vec<(Mark, StopReason)> = Vec::new();
+    let (mut a_on, mut b_on) = (true, true);
+    while a_on || b_on {
+        if a_on {
+            if a.st.p >= middle || a.st.p >= fast_end {
+                a_on = false;
+            } else if let Step::Stop(r) = a.step::<S, LAYOUT4>(data, total, fast_end, sink) {
+                *st = a.st;
+                return Some(r);
+            }
+        }
+        if b_on {
+            if b.st.p >= fast_end {
+                b_on = false;
+                continue;
+            }
+            let here = Mark {
+                p: b.st.p,
+                time: b.st.time,
+                packets: b.st.packets,
+                events: buffered.0.len(),
+            };
+            if marks.len() < MARKS {
+                marks.push(here);
+            }
+            match b.step::<Buffered, LAYOUT4>(data, total, fast_end, &mut buffered) {
+                Step::Stop(r @ StopReason::Unknown { .. }) => {
+                    stops.push((here, r));
+                    b.st.p = here.p + 1;
+                    if b.st.p < fast_end {
+                        b = Chain::at(data, b.st);
+                    }
+                }
+                Step::Stop(r) => {
+                    let at = Mark {
+                        p: b.st.p,
+                        time: b.st.time,
+                        packets: b.st.packets,
+                        events: buffered.0.len(),
+                    };
+                    stops.push((at, r));
+                    b_on = false;
+                }
+                _ => {}
+            }
+        }
+    }
+    // The first walk steps on to a packet the second started.
+    let mut j = 0;
+    let meet = loop {
+        let pa = a.st.p;
+        while j < marks.len() && marks[j].p < pa {
+            j += 1;
+        }
+        match marks.get(j) {
+            Some(m) if m.p == pa => break *m,
+            Some(_) if pa < fast_end => {}
+            _ => {
+                // They never met: the first walk goes on alone.
+                *st = a.st;
+                return None;
+            }
+        }
+        if let Step::Stop(r) = a.step::<S, LAYOUT4>(data, total, fast_end, sink) {
+            *st = a.st;
+            return Some(r);
+        }
+    };
+    *met = true;
+    let offset = a.st.time.wrapping_sub(meet.time);
+    let stop = stops.iter().find(|(u, _)| u.p >= meet.p);
+    let (end, last) = match stop {
+        Some((u, _)) => (*u, u.events),
+        None => (
+            Mark {
+                p: b.st.p,
+                time: b.st.time,
+                packets: b.st.packets,
+                events: buffered.0.len(),
+            },
+            buffered.0.len(),
+        ),
+    };
+    for e in &buffered.0[meet.events..last] {
+        e.replay(offset, sink);
+    }
+    *st = Walk {
+        p: end.p,
+        time: end.time.wrapping_add(offset),
+        packets: a.st.packets + (end.packets - meet.packets),
+    };
+    stop.map(|(_, r)| *r)
+}
+
 fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
+    rdna_walk::<S, LAYOUT4>(data, sink, data.len() >= SPLIT_MIN, &mut false)
+}
+
+/// The RDNA walk; with `halves`, in two halves at once ([`rdna_halves`]), `met` set when they
+/// met.
+fn rdna_walk<S: Sink, const LAYOUT4: bool>(
+    data: &[u8],
+    sink: &mut S,
+    halves: bool,
+    met: &mut bool,
+) -> Summary {
     let total = data.len() * 2;
     let mut st = Walk {
         p: 0,
@@ -585,42 +836,20 @@ fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
     };
     // The header, if the stream starts with one (the walk takes it as a packet of no time).
     let layout = header_layout(data);
-    let mut stop = None;
-    // Where 12 whole bytes remain (so 18 nibbles too): one load and one table look-up per
-    // packet, and a branch only for the packets that are more than time (waves, timestamps,
-    // shader data). The table is indexed by a low byte found from the previous packet's load,
-    // so that a packet's look-up does not wait for its own load: the walk's chain per packet is
-    // a shift and a look-up, not a load and a look-up.
     let fast_end = data.len().saturating_sub(12) * 2;
-    if let Some((lo, mid)) = load12(data, 0).filter(|_| st.p < fast_end) {
-        let mut next = ahead(lo, mid, 0, 0);
-        while st.p < fast_end {
-            let p = st.p;
-            // Always there: p < fast_end puts 12 bytes after p / 2.
-            let Some((lo, mid)) = load12(data, p >> 1) else {
-                break;
-            };
-            let w = lo >> ((p & 1) * 4);
-            let mid = mid >> ((p & 1) * 4);
-            let (idx, zeros) = next;
-            let r = step::<S, LAYOUT4, true>(data, w, idx, zeros, total, &mut st, sink);
-            if r == Step::Next {
-                next = ahead(w, mid, p, st.p - p);
-                continue;
-            }
-            if let Step::Stop(reason) = r {
+    let mut stop = None;
+    if halves && fast_end > total / 2 {
+        stop = rdna_halves::<S, LAYOUT4>(data, sink, &mut st, met);
+    }
+    if stop.is_none() && st.p < fast_end {
+        let mut c = Chain::at(data, st);
+        while c.st.p < fast_end {
+            if let Step::Stop(reason) = c.step::<S, LAYOUT4>(data, total, fast_end, sink) {
                 stop = Some(reason);
                 break;
             }
-            // Moved past what followed the packet: the next look-up starts afresh.
-            match load12(data, st.p >> 1).filter(|_| st.p < fast_end) {
-                Some((lo, mid)) => {
-                    let sh = (st.p & 1) * 4;
-                    next = ahead(lo >> sh, mid >> sh, st.p, 0);
-                }
-                None => break,
-            }
         }
+        st = c.st;
     }
     if stop.is_none() {
         while st.p < total {
@@ -900,6 +1129,25 @@ pub fn decode<S: Sink>(generation: Generation, data: &[u8], sink: &mut S) -> Sum
         Generation::Gfx12 => rdna::<S, true>(data, sink),
         _ => Summary::default(),
     }
+}
+
+/// [`decode`] with RDNA streams walked in two halves at once (`true`) or as one (`false`),
+/// whatever their size, and whether the halves met (the second half's walk was used): for
+/// tests that the two give the same.
+#[doc(hidden)]
+pub fn decode_halves<S: Sink>(
+    generation: Generation,
+    data: &[u8],
+    sink: &mut S,
+    halves: bool,
+) -> (Summary, bool) {
+    let mut met = false;
+    let s = match generation {
+        Generation::Gfx11 => rdna_walk::<S, false>(data, sink, halves, &mut met),
+        Generation::Gfx12 => rdna_walk::<S, true>(data, sink, halves, &mut met),
+        _ => decode(generation, data, sink),
+    };
+    (s, met)
 }
 
 /// The layout in the header that starts an RDNA stream (3 on RDNA 3, 4 on RDNA 4), if it

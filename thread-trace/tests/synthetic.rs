@@ -3,7 +3,7 @@
 //! bytes (which must never panic).
 
 use proptest::prelude::*;
-use sqtt_thread_trace::decode::{decode, shader_data, Sink};
+use sqtt_thread_trace::decode::{decode, decode_halves, shader_data, ShaderData, Sink};
 use sqtt_thread_trace::synth::{Encoder, Form, Slot};
 use sqtt_thread_trace::{clock, markers, waves, GcVersion, Generation, Gpu, Marker, Wave};
 
@@ -198,8 +198,154 @@ impl Sink for Times {
     }
 }
 
+/// Everything a decoder reports, in order.
+#[derive(Default, Debug, PartialEq)]
+struct Log(Vec<(u8, u64, u64, u64)>);
+
+impl Sink for Log {
+    fn wave_start(&mut self, cu: u32, simd: u32, slot: u32, t: u64) {
+        self.0.push((
+            0,
+            t,
+            u64::from(cu) << 16 | u64::from(simd) << 8 | u64::from(slot),
+            0,
+        ));
+    }
+    fn wave_end(&mut self, cu: u32, simd: u32, slot: u32, t: u64) {
+        self.0.push((
+            1,
+            t,
+            u64::from(cu) << 16 | u64::from(simd) << 8 | u64::from(slot),
+            0,
+        ));
+    }
+    fn marker(&mut self, t: u64, r: u64) {
+        self.0.push((2, t, r, 0));
+    }
+    fn shader_data(&mut self, r: ShaderData) {
+        self.0.push((
+            3,
+            r.time,
+            u64::from(r.value),
+            u64::from(r.cu) << 24
+                | u64::from(r.simd) << 16
+                | u64::from(r.wave) << 8
+                | u64::from(r.flags),
+        ));
+    }
+    fn dropped_shader_data(&mut self, r: ShaderData) {
+        self.0.push((4, r.time, u64::from(r.value), 0));
+    }
+}
+
+/// A stream walked in two halves at once gives what one walk gives: every event, in order, and
+/// the same summary (stop included), wherever the middle falls.
+fn halves_agree(g: Generation, data: &[u8]) -> Result<bool, TestCaseError> {
+    let (mut one, mut two) = (Log::default(), Log::default());
+    let (s1, _) = decode_halves(g, data, &mut one, false);
+    let (s2, met) = decode_halves(g, data, &mut two, true);
+    prop_assert_eq!(s1, s2);
+    prop_assert_eq!(one, two);
+    Ok(met)
+}
+
+/// A stream (found by fuzzing) whose second half ends in a WAVE_START_EXT's extension run cut by
+/// the end: walked in halves, the stream still stops there, cut.
+#[test]
+fn halves_keep_a_cut_extension_run() {
+    let hex = "91099068000f000055090f00005509822e00ffffffffd156000982400000003f00000000006809824c00000000006809820027000000090200c2117777f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f377777777";
+    let data: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    for g in [Generation::Gfx11, Generation::Gfx12] {
+        halves_agree(g, &data).unwrap();
+    }
+}
+
+/// Long streams of every packet, whole, cut and corrupted: the halves meet (the second half's
+/// events are used) and give what one walk gives.
+#[test]
+fn long_streams_walk_in_halves() {
+    let mut met = 0;
+    for g in [Generation::Gfx11, Generation::Gfx12] {
+        for seed in 0..40u64 {
+            let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            let mut next = move || {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng
+            };
+            let keys: Vec<Slot> = (0..6)
+                .map(|i| slot_for(g, (i & 1, i * 3, i & 3, i * 5)))
+                .collect();
+            let mut e = Encoder::new(g);
+            for _ in 0..3000 {
+                let k = keys[(next() % 6) as usize];
+                match next() % 10 {
+                    0 => e.start(k, next() % 2 == 0),
+                    1 => e.end(k, next() % 2 == 0),
+                    2 => e.gap(next() % 300),
+                    3 => e.marker(next() >> 20),
+                    4 => {
+                        e.shader_data_flags(k, next() as u32, Form::Full, (next() % 4) as u32, true)
+                    }
+                    5 => e.start_ext(k, true, (next() % 3) as usize, (next() % 2) as usize),
+                    _ => e.other(
+                        next() as usize,
+                        u128::from(next()) << 64 | u128::from(next()),
+                    ),
+                }
+            }
+            e.flush();
+            let mut bytes = e.bytes();
+            met += usize::from(halves_agree(g, &bytes).unwrap());
+            let n = bytes.len();
+            halves_agree(g, &bytes[..n * 3 / 4]).unwrap();
+            bytes[n / 2 + (seed as usize % 64)] ^= 0x5A;
+            halves_agree(g, &bytes).unwrap();
+            for x in &mut bytes[n / 2 + 40..n / 2 + 80] {
+                *x = 0x77;
+            }
+            halves_agree(g, &bytes).unwrap();
+        }
+    }
+    assert!(met >= 76, "the halves met in {met} of 80 streams");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Two halves at once, on streams of every packet and on cut or corrupted ones.
+    #[test]
+    fn halves_walk_as_one((g, keys, evs) in case(), cut in any::<prop::sample::Index>(), flip in any::<Option<(prop::sample::Index, u8)>>()) {
+        let e = write(g, &keys, &evs);
+        let mut bytes = e.bytes();
+        halves_agree(g, &bytes)?;
+        if let Some((at, x)) = flip {
+            if !bytes.is_empty() {
+                let i = at.index(bytes.len());
+                bytes[i] ^= x;
+            }
+        }
+        let n = if bytes.is_empty() { 0 } else { cut.index(bytes.len() + 1) };
+        halves_agree(g, &bytes[..n])?;
+        halves_agree(g, &bytes)?;
+    }
+
+    /// And on random bytes, with or without a header.
+    #[test]
+    fn halves_walk_as_one_on_random_bytes(bytes in prop::collection::vec(any::<u8>(), 0..4096), header in any::<bool>()) {
+        for g in [Generation::Gfx11, Generation::Gfx12] {
+            let mut data = Vec::new();
+            if header {
+                data.extend_from_slice(&Encoder::new(g).bytes());
+            }
+            data.extend_from_slice(&bytes);
+            halves_agree(g, &data)?;
+        }
+    }
 
     /// A stream's waves are its starts and ends paired by slot, in the order they end.
     #[test]

@@ -1,15 +1,26 @@
 //! The shader-data path of every decoder on arbitrary bytes: no panic; every record's fields in
 //! their ranges (flags IMM and PRIV only, PRIV only on GFX12, an immediate's value 8 bits,
-//! AMD's cu, SIMD and slot numbering); RDNA times never run back; and the bytes up to where the
-//! decoder stopped give the same records and the same stop.
+//! AMD's cu, SIMD and slot numbering); RDNA times never run back; the bytes up to where the
+//! decoder stopped give the same records and the same stop; a walk in two halves at once gives
+//! what one walk gives.
 //! Run with `cargo +nightly fuzz run raw_records` from thread-trace/ (cargo-fuzz needs nightly).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use sqtt_thread_trace::decode::{
-    decode, shader_data, ShaderData, Sink, SHADER_DATA_IMM, SHADER_DATA_PRIV,
+    decode, decode_halves, shader_data, ShaderData, Sink, SHADER_DATA_IMM, SHADER_DATA_PRIV,
 };
 use sqtt_thread_trace::Generation;
+
+/// The records, in order.
+#[derive(Default)]
+struct Records(Vec<ShaderData>);
+
+impl Sink for Records {
+    fn shader_data(&mut self, r: ShaderData) {
+        self.0.push(r);
+    }
+}
 
 /// Counts the records and the packets dropped beside them.
 #[derive(Default)]
@@ -31,6 +42,11 @@ impl Sink for Count {
 fuzz_target!(|data: &[u8]| {
     for g in [Generation::Gfx9, Generation::Gfx11, Generation::Gfx12] {
         let (records, summary) = shader_data(g, data);
+        // Walked in two halves at once (as long streams are), the same records and summary.
+        let mut halves = Records::default();
+        let (s2, _) = decode_halves(g, data, &mut halves, true);
+        assert_eq!(s2, summary);
+        assert_eq!(halves.0, records);
         let mut count = Count::default();
         let again = decode(g, data, &mut count);
         assert_eq!(summary, again);
