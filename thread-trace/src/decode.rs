@@ -22,6 +22,11 @@
 //! WAVE_START_EXT is followed by 8-bit extensions for as long as the next packet's bit 0 is 1
 //! (NOPs in between included), which carry no time.
 //!
+//! A stream of 1 MiB or more is walked in two halves at once (`rdna_halves`): each packet's
+//! size is a table look-up on the previous packet's bytes, a chain no faster than the look-up, so
+//! two independent chains keep more of the CPU busy; the second half's events wait until the
+//! first walk lands on one of its packets, and are then the same as one walk's.
+//!
 //! # CDNA tokens
 //! 16-bit words, the type in bits 3:0, sizes by type (gc_9_4_3 `SQ_THREAD_TRACE_WORD_*`). MISC
 //! carries an 8-bit delta in bits 11:4, every other token (TIMESTAMP included) a 1-bit delta in
