@@ -23,19 +23,25 @@ cd "$WORK"
 now() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {m=int((NR+1)/2); if (NR%2) print a[m]; else print int((a[m]+a[m+1])/2)}'; }
 ms() { awk -v n="$1" 'BEGIN {printf "%.1f", n/1e6}'; }
+# The medians of A.t and B.t, a line each under its label, and B over A as "ratio" (RATIO_FORMAT,
+# a printf format of the ratio, with its target).
+#   side_by_side A LABEL_A B LABEL_B RATIO_FORMAT
+side_by_side() {
+  local a b
+  a=$(median < "$1.t"); b=$(median < "$3.t")
+  printf '  %-37s %s ms\n  %-37s %s ms\n' "$2" "$(ms "$a")" "$4" "$(ms "$b")"
+  awk -v a="$a" -v b="$b" -v f="  %-37s $5\n" 'BEGIN {printf f, "ratio", b / a}'
+}
+# Runs CMD ARGS..., its wall time (ns) appended to NAME.t.
+stamp() {
+  local name=$1 t0 t1
+  shift
+  t0=$(now); "$@"; t1=$(now)
+  echo $((t1 - t0)) >> "$name.t"
+}
 
 # --- 1. wrapper overhead, instrumentation off ------------------------------------------------
-cat > k.hip <<'SRC'
-#include <hip/hip_runtime.h>
-#include "markers.hpp"
-__global__ void my_kernel(float *p, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  sqtt_marker_enter("work");
-  p[i] = p[i] * 2.0f + 1.0f;
-  sqtt_marker_exit("work");
-}
-SRC
+cp "$OLDPWD/examples/my_kernel.hip" k.hip
 INC="-I$OLDPWD/markers/include"
 export SQTT_HIPCC="$HIPCC"
 # Warm both (page cache, the wrapper's include dir).
@@ -45,12 +51,9 @@ SQTT_ENABLED=0 "$DRIVER" --offload-arch=gfx90a -c k.hip -o wrapped.o
 # Wall time (ns) into X.t, and CPU time (user+sys of the whole process tree, ms) into X.cpu.
 TIMEFORMAT='%3U %3S'
 timed() {
-  local name=$1; shift
-  local t0 t1 cpu
-  t0=$(now)
-  cpu=$( { time "$@" >/dev/null 2>&1; } 2>&1 )
-  t1=$(now)
-  echo $((t1 - t0)) >> "$name.t"
+  local name=$1 cpu
+  shift
+  cpu=$( { time stamp "$name" "$@" >/dev/null 2>&1; } 2>&1 )
   awk -v c="$cpu" 'BEGIN {split(c, a, " "); printf "%d\n", (a[1] + a[2]) * 1e9}' >> "$name.cpu"
 }
 plain_run() { timed plain "$HIPCC" --offload-arch=gfx90a "$INC" -c k.hip -o plain.o; }
@@ -59,11 +62,8 @@ wrapped_run() { SQTT_ENABLED=0 timed wrapped "$DRIVER" --offload-arch=gfx90a -c 
 for i in $(seq "$RUNS"); do
   if [ $((i % 2)) -eq 1 ]; then plain_run; wrapped_run; else wrapped_run; plain_run; fi
 done
-P=$(median < plain.t); W=$(median < wrapped.t)
 echo "compile, instrumentation off ($RUNS runs each, interleaved, medians):"
-echo "  plain hipcc            $(ms "$P") ms"
-echo "  sqtt-hipcc (disabled)  $(ms "$W") ms"
-awk -v w="$W" -v p="$P" 'BEGIN {printf "  ratio                  %.3f (target <= 1.03)\n", w/p}'
+side_by_side plain "plain hipcc" wrapped "sqtt-hipcc (disabled)" "%.3f (target <= 1.03)"
 PC=$(median < plain.cpu); WC=$(median < wrapped.cpu)
 echo "  CPU time (user+sys, medians; robust against other load on the machine):"
 echo "    plain hipcc $(ms "$PC") ms, sqtt-hipcc $(ms "$WC") ms, ratio $(awk -v w="$WC" -v p="$PC" 'BEGIN {printf "%.3f", w/p}')"
@@ -72,9 +72,8 @@ echo "  load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 printf '#!/bin/sh\nexit 0\n' > nop-hipcc; chmod +x nop-hipcc
 : > nop.t; : > nopw.t
 for _ in $(seq 50); do
-  t0=$(now); ./nop-hipcc --offload-arch=gfx90a -c k.hip -o x.o; t1=$(now); echo $((t1 - t0)) >> nop.t
-  t0=$(now); SQTT_HIPCC=./nop-hipcc SQTT_ENABLED=0 "$DRIVER" --offload-arch=gfx90a -c k.hip -o x.o; t1=$(now)
-  echo $((t1 - t0)) >> nopw.t
+  stamp nop ./nop-hipcc --offload-arch=gfx90a -c k.hip -o x.o
+  SQTT_HIPCC=./nop-hipcc SQTT_ENABLED=0 stamp nopw "$DRIVER" --offload-arch=gfx90a -c k.hip -o x.o
 done
 N0=$(median < nop.t); N1=$(median < nopw.t)
 echo "  wrapper's own time     $(ms $((N1 - N0))) ms per compile (median of 50, against a no-op hipcc)"
@@ -105,11 +104,9 @@ ours() { "$DRIVER" --check big > check.out; }
 reference; ours
 : > ref.t; : > ours.t
 for _ in $(seq "$RUNS"); do
-  t0=$(now); reference; t1=$(now); echo $((t1 - t0)) >> ref.t
-  t0=$(now); ours; t1=$(now); echo $((t1 - t0)) >> ours.t
+  stamp ref reference
+  stamp ours ours
 done
-R=$(median < ref.t); O=$(median < ours.t)
 echo "funcmaps of a binary with $((FAT / 1048576)) MiB of fat binary ($RUNS runs each, interleaved, medians):"
-echo "  llvm-objcopy + clang-offload-bundler  $(ms "$R") ms"
-echo "  sqtt-hipcc --check                    $(ms "$O") ms"
-awk -v r="$R" -v o="$O" 'BEGIN {printf "  speedup                               %.1fx (target >= 5x)\n", r/o}'
+side_by_side ours "sqtt-hipcc --check" ref "llvm-objcopy + clang-offload-bundler" \
+  "%.1fx faster (target >= 5x)"

@@ -52,7 +52,7 @@ if [ "${1:-}" = --lanes ]; then
   fi
   # Bookworm's rocPRIM 5.3 headers do not compile under hipcc 7: sid's own librocprim-dev (6.4)
   # goes into the cached chroot, once, through the lane's apt step (time-limited by
-  # SQTT_NET_TIMEOUT); the CI lanes themselves do not install it.
+  # SQTT_NET_TIMEOUT); the sid lane has it anyway (cost_report), experimental through this.
   for leg in sid:21 experimental:22; do
     suite=${leg%:*} major=${leg#*:}
     before_var=${suite^^}_BEFORE_PLUGIN reference_var=REFERENCE_PLUGIN_$major

@@ -5,10 +5,15 @@
 #
 # Targets (crate/fuzz, target: what it covers):
 #   codeobj       code_object  the code-object reader (ELF, archives, bundles, CCOB, bitcode)
+#   codeobj       ccob         bounded decompression: compressed bundles of any declared and
+#                              actual size (zstd frames of fuzzed bytes and up to 256 MiB of
+#                              zeros, any window; zlib streams); -rss_limit_mb makes an unbounded
+#                              decode a crash
 #   codeobj       funcmap      the funcmap section parser and its print/parse round trip
 #   tools         shaderdata   the streaming rocprofv3 shaderdata_*.json reader
 #   tools         trace_dir    the whole trace-directory pipeline (filenames.json, shaderdata,
-#                              occupancy.json, code.json through `sqtt stats` and `sqtt memory`)
+#                              occupancy.json, code.json, a compressed-bundle code object through
+#                              `sqtt stats` and `sqtt memory`)
 #   thread-trace  decoders     the thread-trace decoders, wave pairing, markers, clock
 #   thread-trace  raw_records  the decoders' shader-data records (fields, order, a stop's prefix)
 # The fuzz crates are workspaces of their own, built into one target directory so that their
@@ -34,8 +39,8 @@ if [ -z "${SQTT_FUZZ_DIR:-}" ] && ! mkdir -p "$out" 2>/dev/null; then
 fi
 export RUSTC_BOOTSTRAP=1
 
-ALL=(codeobj:code_object codeobj:funcmap tools:shaderdata tools:trace_dir thread-trace:decoders
-  thread-trace:raw_records)
+ALL=(codeobj:code_object codeobj:ccob codeobj:funcmap tools:shaderdata tools:trace_dir
+  thread-trace:decoders thread-trace:raw_records)
 targets=()
 if [ $# -gt 0 ]; then
   for want in "$@"; do

@@ -13,6 +13,60 @@ lane_die() {
   exit 1
 }
 
+# Builds the plugin (release, --locked, only the pass registration of FEATURE) into TARGET_DIR
+# with cargo run from the worktree ($REPO), its output in LOG, time-limited by BUILD_TIMEOUT
+# seconds when that is set; each NAME=VALUE is set in cargo's environment (the LLVM_SYS prefix,
+# a PATH). Sets PLUGIN to the built .so; aborts the lane with the log's tail when the build fails.
+#   lane_build_plugin FEATURE TARGET_DIR LOG [NAME=VALUE...]
+lane_build_plugin() {
+  local feature=$1 target=$2 log=$3 t0=$SECONDS limit=()
+  shift 3
+  [ -n "${BUILD_TIMEOUT:-}" ] && limit=(timeout "$BUILD_TIMEOUT")
+  lane_log "building the plugin ($feature) into $target ($(cargo --version))"
+  # A cold build downloads the crates from crates.io: hence the time limit in the chroots.
+  if ! (cd "$REPO" && env "$@" "${limit[@]}" cargo build --release --locked -p sqtt-plugin \
+    --no-default-features --features "$feature" --target-dir "$target" \
+    -j "${CARGO_BUILD_JOBS:-2}") >"$log" 2>&1; then
+    tail -40 "$log" >&2
+    lane_die "cargo build of sqtt-plugin with --features $feature failed${limit[*]:+ or exceeded ${BUILD_TIMEOUT}s} (log: $log)"
+  fi
+  PLUGIN=$target/release/libsqtt_plugin.so
+  [ -f "$PLUGIN" ] || lane_die "the build produced no $PLUGIN"
+  lane_log "plugin built in $((SECONDS - t0))s"
+}
+
+# A chroot lane's outer half (ci/chroot.sh sourced): its arguments (none, or `-- CMD ARGS...`),
+# root and the host's rustc checked, ROOT made or completed with the PACKAGES array (a Debian
+# SUITE), then ci/INNER run inside it with VARS (NAME=VALUE words), CARGO_BUILD_JOBS,
+# SQTT_BUILD_TIMEOUT and the arguments; the timings said. Ends the script with INNER's status (so
+# it runs under the script's `set -e`: a failed chroot_ensure stops the lane).
+#   lane_in_chroot SUITE ROOT INNER VARS [-- CMD ARGS...]
+lane_in_chroot() {
+  local suite=$1 root=$2 inner=$3 vars=$4 start t_chroot t_all status=0
+  shift 4
+  case "${1:-}" in
+  -- | "") ;;
+  *) echo "usage: $0 [-- CMD ARGS...]" >&2; exit 2 ;;
+  esac
+  [ "$(id -u)" = 0 ] || lane_die "needs root (debootstrap, chroot and mount namespaces)"
+  command -v rustc >/dev/null || lane_die "no rustc on PATH: the chroot uses the host's Rust toolchain"
+  start=$(date +%s)
+  # Also takes the chroot's lock for the whole run (a second run waits instead of racing
+  # debootstrap, apt or the build).
+  chroot_ensure "$suite" "$root" "${PACKAGES[@]}"
+  t_chroot=$(($(date +%s) - start))
+  lane_log "chroot ready in ${t_chroot}s ($root)"
+  chroot_run "$root" "$vars CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2} \
+    SQTT_BUILD_TIMEOUT=${SQTT_BUILD_TIMEOUT:-1500} \
+    bash /src/ci/$inner $(printf '%q ' "$@")" || status=$?
+  t_all=$(($(date +%s) - start))
+  lane_log "timings: chroot ${t_chroot}s, build and suites $((t_all - t_chroot))s, total ${t_all}s"
+  if [ $status != 0 ] && [ $# -gt 0 ]; then
+    echo "== $LANE_NAME: FAIL (${*:2} exited $status)" >&2
+  fi
+  exit $status
+}
+
 # Installs the Debian packages of a host lane that are missing (nothing when all are there);
 # each network step time-limited by NET_TIMEOUT, its output in LOG.
 #   lane_apt_install LOG PACKAGE...

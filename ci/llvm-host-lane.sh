@@ -70,18 +70,8 @@ for t in opt llc llvm-config llvm-objcopy llvm-objdump; do
   [ -x "$LLVM_BIN/$t" ] || lane_die "$LLVM_BIN/$t is missing after installing ${PACKAGES[*]}"
 done
 
-FEATURE=llvm$MAJOR-1
-lane_log "building the plugin ($FEATURE) into $TARGET_DIR"
-t0=$(date +%s)
-if ! (cd "$REPO" && env "LLVM_SYS_${MAJOR}1_PREFIX=/usr/lib/llvm-$MAJOR" \
-  cargo build --release --locked -p sqtt-plugin --no-default-features --features "$FEATURE" \
-  --target-dir "$TARGET_DIR" -j "${CARGO_BUILD_JOBS:-2}") >"$CACHE/build.log" 2>&1; then
-  tail -40 "$CACHE/build.log" >&2
-  lane_die "cargo build of sqtt-plugin with --features $FEATURE failed (log: $CACHE/build.log)"
-fi
-PLUGIN=$TARGET_DIR/release/libsqtt_plugin.so
-[ -f "$PLUGIN" ] || lane_die "the build produced no $PLUGIN"
-lane_log "plugin built in $(($(date +%s) - t0))s"
+lane_build_plugin "llvm$MAJOR-1" "$TARGET_DIR" "$CACHE/build.log" \
+  "LLVM_SYS_${MAJOR}1_PREFIX=/usr/lib/llvm-$MAJOR"
 
 export SQTT_PLUGIN=$PLUGIN SQTT_LLVM_MAJOR=$MAJOR SQTT_LLVM_BIN=$LLVM_BIN
 export SQTT_TEST_LLVM_SUFFIX=-$MAJOR SQTT_TEST_ARCHES="${ARCHES[*]}"

@@ -55,17 +55,8 @@ command -v hipcc >/dev/null || lane_die "hipcc is not on PATH"
 command -v cargo >/dev/null || lane_die "cargo is not on PATH (the base image provides Rust)"
 
 # --- 2. the plugin for LLVM 16 ---------------------------------------------------------------
-lane_log "building the plugin (llvm16-0) into $TARGET_DIR"
-t0=$(date +%s)
-if ! (cd "$REPO" && PATH="$LLVM_BIN:$PATH" LLVM_SYS_160_PREFIX=/usr/lib/llvm-16 \
-  cargo build --release --locked -p sqtt-plugin --no-default-features --features llvm16-0 \
-  --target-dir "$TARGET_DIR" -j "${CARGO_BUILD_JOBS:-2}") >"$CACHE/build.log" 2>&1; then
-  tail -40 "$CACHE/build.log" >&2
-  lane_die "cargo build of sqtt-plugin with --features llvm16-0 failed (log: $CACHE/build.log)"
-fi
-PLUGIN=$TARGET_DIR/release/libsqtt_plugin.so
-[ -f "$PLUGIN" ] || lane_die "the build produced no $PLUGIN"
-lane_log "plugin built in $(($(date +%s) - t0))s"
+lane_build_plugin llvm16-0 "$TARGET_DIR" "$CACHE/build.log" \
+  "PATH=$LLVM_BIN:$PATH" LLVM_SYS_160_PREFIX=/usr/lib/llvm-16
 
 # --- 3. hipcc -> clang-16 symlink directory ----------------------------------------------
 # hipcc 5.2.3 runs $HIP_CLANG_PATH/clang++-15 and looks for headers in

@@ -28,19 +28,8 @@ for t in opt llc clang++ llvm-objcopy llvm-config; do
 done
 
 # --- the plugin -------------------------------------------------------------------------------
-t0=$(date +%s)
 mkdir -p "$LANE_DIR"
-lane_log "building the plugin (llvm18-0) into $TARGET_DIR ($(cargo --version))"
-# Time-limited: a cold build downloads the crates from crates.io.
-if ! (cd "$REPO" && timeout "$BUILD_TIMEOUT" cargo build --release --locked -p sqtt-plugin \
-  --no-default-features --features llvm18-0 --target-dir "$TARGET_DIR" \
-  -j "${CARGO_BUILD_JOBS:-2}") >"$LANE_DIR/build.log" 2>&1; then
-  tail -40 "$LANE_DIR/build.log" >&2
-  lane_die "cargo build of sqtt-plugin with --features llvm18-0 failed or exceeded ${BUILD_TIMEOUT}s (log: target/lanes/llvm18/build.log)"
-fi
-PLUGIN=$TARGET_DIR/release/libsqtt_plugin.so
-[ -f "$PLUGIN" ] || lane_die "the build produced no $PLUGIN"
-lane_log "plugin built in $(($(date +%s) - t0))s"
+lane_build_plugin llvm18-0 "$TARGET_DIR" "$LANE_DIR/build.log"
 
 # The HIP_CLANG_PATH directory for trixie's hipcc 5.7.1: it hard-codes clang++-17, so a directory
 # of clang-18 symlinks stands in (as the LLVM 16 lane does for hipcc 5.2.3); the ROCm 6.0

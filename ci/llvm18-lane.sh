@@ -29,27 +29,4 @@ TRIXIE_ROOT=${SQTT_TRIXIE_ROOT:-/var/cache/sqtt-trixie}
 # shellcheck source=ci/chroot.sh
 source "$REPO/ci/chroot.sh"
 
-INNER_ARGS=()
-case "${1:-}" in
---) INNER_ARGS=("$@") ;;
-"") ;;
-*) echo "usage: $0 [-- CMD ARGS...]" >&2; exit 2 ;;
-esac
-
-[ "$(id -u)" = 0 ] || lane_die "needs root (debootstrap, chroot and mount namespaces)"
-command -v rustc >/dev/null || lane_die "no rustc on PATH: the chroot uses the host's Rust toolchain"
-
-START=$(date +%s)
-# Also takes the chroot's lock for the whole run (a second run waits instead of racing
-# debootstrap, apt or the build).
-chroot_ensure trixie "$TRIXIE_ROOT" "${PACKAGES[@]}"
-T_CHROOT=$(($(date +%s) - START))
-lane_log "chroot ready in ${T_CHROOT}s ($TRIXIE_ROOT)"
-
-STATUS=0
-chroot_run "$TRIXIE_ROOT" "SQTT_LANE18_HIPCC=$HIPCC_CASES CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2} \
-  SQTT_BUILD_TIMEOUT=${SQTT_BUILD_TIMEOUT:-1500} \
-  bash /src/ci/llvm18-lane-inner.sh $(printf '%q ' "${INNER_ARGS[@]}")" || STATUS=$?
-T_ALL=$(($(date +%s) - START))
-lane_log "timings: chroot ${T_CHROOT}s, build and suites $((T_ALL - T_CHROOT))s, total ${T_ALL}s"
-exit $STATUS
+lane_in_chroot trixie "$TRIXIE_ROOT" llvm18-lane-inner.sh "SQTT_LANE18_HIPCC=$HIPCC_CASES" "$@"

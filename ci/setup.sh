@@ -5,7 +5,7 @@
 # `sqtt perfetto` traces with. Idempotent: a second run installs nothing.
 set -euo pipefail
 
-packages=(hipcc llvm-15-dev clang-15 clang-tools-15 lld-15 cmake clang-16 llvm-16-dev clang-tools-16 lld-16 librocprim-dev librocrand-dev bc ccache ninja-build protobuf-compiler)
+packages=(hipcc llvm-15-dev clang-15 clang-tools-15 lld-15 cmake make clang-16 llvm-16-dev clang-tools-16 lld-16 librocprim-dev librocrand-dev bc ccache ninja-build protobuf-compiler)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -38,36 +38,12 @@ source "$REPO/ci/lane-lib.sh"
 source "$REPO/ci/chroot.sh"
 # Package names of Debian's ROCm packaging (no hip-dev, no rocm-llvm): hipcc pulls clang-N and
 # rocm-device-libs-N; libclang-rt-N-dev lets it link programs; clang-tools-N has
-# clang-offload-bundler; cmake and ninja for the CMake example.
+# clang-offload-bundler; cmake, ninja, make and ccache for the build-system suites (rebuilds.rs);
+# librocprim-dev (headers) for the rocPRIM corpus of tests/tests/cost_report.rs.
 PACKAGES=(hipcc libamdhip64-dev "clang-$MAJOR" "llvm-$MAJOR" "llvm-$MAJOR-dev" "lld-$MAJOR"
   "clang-tools-$MAJOR" "rocm-device-libs-$MAJOR" "libclang-rt-$MAJOR-dev" g++ cmake ninja-build
-  ca-certificates)
+  make ccache ca-certificates librocprim-dev)
 # shellcheck disable=SC2206 # a word list on purpose
 PACKAGES+=(${SQTT_LANE_EXTRA_PACKAGES:-})
 
-INNER_ARGS=()
-case "${1:-}" in
---) INNER_ARGS=("$@") ;;
-"") ;;
-*) echo "usage: $0 [-- CMD ARGS...]" >&2; exit 2 ;;
-esac
-
-[ "$(id -u)" = 0 ] || lane_die "needs root (debootstrap, chroot and mount namespaces)"
-command -v rustc >/dev/null || lane_die "no rustc on PATH: the chroot uses the host's Rust toolchain"
-
-START=$(date +%s)
-# Also takes the chroot's lock for the whole run.
-chroot_ensure "$SUITE" "$ROOT" "${PACKAGES[@]}"
-T_CHROOT=$(($(date +%s) - START))
-lane_log "chroot ready in ${T_CHROOT}s ($ROOT)"
-
-STATUS=0
-chroot_run "$ROOT" "SQTT_LANE_SUITE=$SUITE CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2} \
-  SQTT_BUILD_TIMEOUT=${SQTT_BUILD_TIMEOUT:-1500} \
-  bash /src/ci/sid-lane-inner.sh $(printf '%q ' "${INNER_ARGS[@]}")" || STATUS=$?
-T_ALL=$(($(date +%s) - START))
-lane_log "timings: chroot ${T_CHROOT}s, build and suites $((T_ALL - T_CHROOT))s, total ${T_ALL}s"
-if [ $STATUS != 0 ] && [ ${#INNER_ARGS[@]} -gt 0 ]; then
-  echo "== $LANE_NAME: FAIL (${INNER_ARGS[*]:1} exited $STATUS)" >&2
-fi
-exit $STATUS
+lane_in_chroot "$SUITE" "$ROOT" sid-lane-inner.sh "SQTT_LANE_SUITE=$SUITE" "$@"

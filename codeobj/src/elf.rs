@@ -34,10 +34,72 @@ pub fn is_amdgpu(d: &[u8]) -> bool {
 
 /// A host ELF: code objects of `.hip_fatbin` and of rdc per-target sections.
 pub fn read_host(d: &[u8], origin: &str, out: &mut Vec<CodeObject>) -> Result<(), Error> {
-    with_aligned(d, |d| read_host_aligned(d, origin, out))
+    with_aligned(d, |d| {
+        check_class(d, origin)?;
+        let file = ElfFile64::<LE>::parse(d)
+            .map_err(|e| Error::corrupt(origin, 0, format!("bad ELF file: {e}")))?;
+        for sec in device_sections(&file) {
+            let data = sec
+                .range
+                .and_then(|(off, size)| d.get(off as usize..off.checked_add(size)? as usize))
+                .ok_or_else(|| sec.outside(origin))?;
+            read_device_section(&sec.name, data, origin, out)?;
+        }
+        Ok(())
+    })
 }
 
-fn read_host_aligned(d: &[u8], origin: &str, out: &mut Vec<CodeObject>) -> Result<(), Error> {
+/// [`read_host`] on a host ELF file of `len` bytes, reading no more of it than its headers and
+/// the sections that hold device code (`pread`, each into memory allocated fallibly): a host
+/// binary of gigabytes costs what its `.hip_fatbin` weighs, not its size.
+pub fn read_host_file(
+    file: &std::fs::File,
+    len: u64,
+    head: &[u8],
+    origin: &str,
+    out: &mut Vec<CodeObject>,
+) -> Result<(), Error> {
+    check_class(head, origin)?;
+    let io = |source| Error::Io {
+        path: origin.to_string(),
+        source,
+    };
+    // Headers, section headers and names are read as the parser asks, and cached.
+    let cache = object::read::ReadCache::new(file);
+    let elf = ElfFile64::<LE, _>::parse(&cache)
+        .map_err(|e| Error::corrupt(origin, 0, format!("bad ELF file: {e}")))?;
+    for sec in device_sections(&elf) {
+        let (off, size) = sec
+            .range
+            .filter(|(off, size)| off.checked_add(*size).is_some_and(|e| e <= len))
+            .ok_or_else(|| sec.outside(origin))?;
+        if size > crate::MAX_FILE_BYTES {
+            return Err(Error::corrupt(
+                origin,
+                sec.sh_offset,
+                format!(
+                    "section {} is {size} bytes; at most {} are read",
+                    sec.name,
+                    crate::MAX_FILE_BYTES
+                ),
+            ));
+        }
+        let data = sqtt_files::input::read_at(file, off, size as usize).map_err(io)?;
+        if (data.len() as u64) < size {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!(
+                    "it shrank while it was read (section {} cut short)",
+                    sec.name
+                ),
+            )));
+        }
+        read_device_section(&sec.name, &data, origin, out)?;
+    }
+    Ok(())
+}
+
+fn check_class(d: &[u8], origin: &str) -> Result<(), Error> {
     if d.len() < 6 || d[4] != 2 || d[5] != 1 {
         return Err(Error::corrupt(
             origin,
@@ -45,59 +107,92 @@ fn read_host_aligned(d: &[u8], origin: &str, out: &mut Vec<CodeObject>) -> Resul
             "only 64-bit little-endian ELF files are supported",
         ));
     }
-    let file = ElfFile64::<LE>::parse(d)
-        .map_err(|e| Error::corrupt(origin, 0, format!("bad ELF file: {e}")))?;
-    for s in file.sections() {
-        let Ok(name) = s.name() else { continue };
-        if name == ".hip_fatbin" {
-            let data = section_data(&s, origin)?;
-            bundle::walk_fatbin(data, origin, ".hip_fatbin bundle", out)?;
-        } else if let Some(id) = name.strip_prefix(RDC_SECTION_PREFIX) {
-            if id.starts_with("host-") {
-                continue;
-            }
-            let data = section_data(&s, origin)?;
-            let location = format!("section {name}");
-            let target_id = bundle::target_id_of_bundle_id(id);
-            if data.starts_with(b"\x7fELF") && is_amdgpu(data) {
-                out.push(read_code_object(
-                    data,
-                    origin,
-                    &location,
-                    None,
-                    Some(target_id),
-                )?);
-            } else if data.starts_with(bundle::MAGIC) || data.starts_with(bundle::CCOB_MAGIC) {
-                bundle::walk_fatbin(data, origin, &location, out)?;
-            } else {
-                out.push(bitcode_object(
-                    data,
-                    &location,
-                    None,
-                    Some(id.into()),
-                    &target_id,
-                ));
-            }
-        }
-    }
     Ok(())
 }
 
-fn section_data<'a>(
-    s: &object::read::elf::ElfSection64<'a, '_, LE>,
-    origin: &str,
-) -> Result<&'a [u8], Error> {
-    let off = s.elf_section_header().sh_offset(LE);
-    s.data().map_err(|e| {
+/// A section of a host ELF that holds device code, and where its bytes lie in the file.
+struct DeviceSection {
+    name: String,
+    /// `(offset, size)` in the file; `None` when the header's range cannot be (it overflows).
+    range: Option<(u64, u64)>,
+    /// The section header's `sh_offset`, for messages.
+    sh_offset: u64,
+}
+
+impl DeviceSection {
+    fn outside(&self, origin: &str) -> Error {
         Error::corrupt(
             origin,
-            off,
-            format!(
-                "section {} lies outside the file: {e}",
-                s.name().unwrap_or("?")
-            ),
+            self.sh_offset,
+            format!("section {} lies outside the file", self.name),
         )
-    })
+    }
+}
+
+/// `.hip_fatbin` and the rdc per-target sections (`__CLANG_OFFLOAD_BUNDLE__<id>`, the host's
+/// skipped), in section order.
+fn device_sections<'d, R: object::ReadRef<'d>>(file: &ElfFile64<'d, LE, R>) -> Vec<DeviceSection> {
+    let mut v = Vec::new();
+    for s in file.sections() {
+        let Ok(name) = s.name() else { continue };
+        let wanted = name == ".hip_fatbin"
+            || name
+                .strip_prefix(RDC_SECTION_PREFIX)
+                .is_some_and(|id| !id.starts_with("host-"));
+        if !wanted {
+            continue;
+        }
+        let h = s.elf_section_header();
+        let range = if h.sh_type(LE) == elf::SHT_NOBITS {
+            Some((0, 0))
+        } else {
+            let (off, size) = (h.sh_offset(LE), h.sh_size(LE));
+            off.checked_add(size).map(|_| (off, size))
+        };
+        v.push(DeviceSection {
+            name: name.to_string(),
+            range,
+            sh_offset: h.sh_offset(LE),
+        });
+    }
+    v
+}
+
+/// The code objects of one device section of a host ELF.
+fn read_device_section(
+    name: &str,
+    data: &[u8],
+    origin: &str,
+    out: &mut Vec<CodeObject>,
+) -> Result<(), Error> {
+    if name == ".hip_fatbin" {
+        return bundle::walk_fatbin(data, origin, ".hip_fatbin bundle", out);
+    }
+    let Some(id) = name.strip_prefix(RDC_SECTION_PREFIX) else {
+        return Ok(());
+    };
+    let location = format!("section {name}");
+    let target_id = bundle::target_id_of_bundle_id(id);
+    if data.starts_with(b"\x7fELF") && is_amdgpu(data) {
+        out.push(read_code_object(
+            data,
+            origin,
+            &location,
+            None,
+            Some(target_id),
+        )?);
+    } else if data.starts_with(bundle::MAGIC) || data.starts_with(bundle::CCOB_MAGIC) {
+        bundle::walk_fatbin(data, origin, &location, out)?;
+    } else {
+        out.push(bitcode_object(
+            data,
+            &location,
+            None,
+            Some(id.into()),
+            &target_id,
+        ));
+    }
+    Ok(())
 }
 
 /// A not-yet-linked bitcode module.
@@ -117,6 +212,7 @@ pub fn bitcode_object(
         funcmap: FuncmapState::NotLinked,
         symbols: Vec::new(),
         size: d.len() as u64,
+        code: crate::cost::CodeFacts::default(),
     }
 }
 
@@ -128,23 +224,45 @@ pub fn read_code_object(
     bundle: Option<(usize, String)>,
     target_id: Option<String>,
 ) -> Result<CodeObject, Error> {
-    with_aligned(d, |d| {
-        read_code_object_aligned(d, origin, location, bundle, target_id)
-    })
-}
-
-fn read_code_object_aligned(
-    d: &[u8],
-    origin: &str,
-    location: &str,
-    bundle: Option<(usize, String)>,
-    target_id: Option<String>,
-) -> Result<CodeObject, Error> {
     let ctx = |what: String| Error::Corrupt {
         origin: origin.to_string(),
         offset: 0,
         reason: format!("{location}: {what}"),
     };
+    if d.len() as u64 > bundle::MAX_CODE_OBJECT_BYTES {
+        return Err(ctx(format!(
+            "a code object of {} bytes; at most {} are read",
+            d.len(),
+            bundle::MAX_CODE_OBJECT_BYTES
+        )));
+    }
+    let found = Found {
+        location,
+        bundle,
+        target_id,
+    };
+    with_aligned(d, |d| read_aligned(d, &ctx, found))
+}
+
+/// Where a code object was found, as its [`CodeObject`] tells.
+struct Found<'a> {
+    location: &'a str,
+    /// Its bundle's index and entry id, when it came from a bundle.
+    bundle: Option<(usize, String)>,
+    /// The target id its bundle entry or section names (else its ELF flags give it).
+    target_id: Option<String>,
+}
+
+/// [`read_code_object`] on 8-byte aligned bytes; `ctx` makes the errors.
+fn read_aligned(
+    d: &[u8],
+    ctx: &dyn Fn(String) -> Error,
+    Found {
+        location,
+        bundle,
+        target_id,
+    }: Found,
+) -> Result<CodeObject, Error> {
     if !is_amdgpu(d) {
         return Err(ctx(
             "not an AMDGPU code object (e_machine is not 0xE0)".into()
@@ -210,6 +328,11 @@ fn read_code_object_aligned(
     symbols.sort_by(|a, b| (a.vaddr, &a.name).cmp(&(b.vaddr, &b.name)));
     symbols.dedup_by(|a, b| a.name == b.name && a.vaddr == b.vaddr);
 
+    let packed = funcmap.map().is_some_and(|m| m.clock_layout.is_some());
+    let target = sqtt_gfx::Target::parse(&target_id)
+        .or_else(|| sqtt_gfx::Target::parse(&from_flags))
+        .map(|(t, _)| t);
+    let code = crate::cost::CodeFacts::read(&file, target, packed);
     let (bundle_index, bundle_entry_id) = match bundle {
         Some((i, id)) => (Some(i), Some(id)),
         None => (None, None),
@@ -223,6 +346,7 @@ fn read_code_object_aligned(
         funcmap,
         symbols,
         size: d.len() as u64,
+        code,
     })
 }
 

@@ -1,115 +1,41 @@
-//! Shell-style globs: `*` any run, `?` one character, `[abc]` / `[a-z]` / `[!x]` a class,
-//! `\` quotes the next character. Everything else matches itself; the whole text must match.
+//! Shell-style globs over names (globset's, with `\` quoting): `*` any run, `?` one character,
+//! `[abc]` / `[a-z]` / `[!x]` a class, `{a,b}` either, `\` quotes the next character (`\{` for a
+//! literal brace, as in `{lambda(int)#1}`). Everything else matches itself; the whole text must
+//! match, and `*` also matches `/` (names are no paths).
 
-/// A pattern that cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum GlobError {
-    #[error("unclosed `[` in pattern {0:?}")]
-    UnclosedClass(String),
-    #[error("pattern {0:?} ends with a lone `\\`")]
-    TrailingEscape(String),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Tok {
-    Lit(char),
-    Any,
-    Star,
-    Class { neg: bool, items: Vec<(char, char)> },
-}
+/// A pattern that cannot be used (globset's message names the pattern and what is wrong).
+pub type GlobError = globset::Error;
 
 /// A compiled glob.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Glob {
-    toks: Vec<Tok>,
+    glob: globset::Glob,
+    matcher: globset::GlobMatcher,
 }
+
+impl PartialEq for Glob {
+    fn eq(&self, other: &Glob) -> bool {
+        self.glob == other.glob
+    }
+}
+
+impl Eq for Glob {}
 
 impl Glob {
     pub fn new(pattern: &str) -> Result<Glob, GlobError> {
-        let cs: Vec<char> = pattern.chars().collect();
-        let mut toks = Vec::new();
-        let mut i = 0;
-        while i < cs.len() {
-            match cs[i] {
-                '*' => {
-                    if toks.last() != Some(&Tok::Star) {
-                        toks.push(Tok::Star)
-                    }
-                }
-                '?' => toks.push(Tok::Any),
-                '\\' => {
-                    i += 1;
-                    let c = *cs
-                        .get(i)
-                        .ok_or_else(|| GlobError::TrailingEscape(pattern.into()))?;
-                    toks.push(Tok::Lit(c));
-                }
-                '[' => {
-                    let mut j = i + 1;
-                    let neg = matches!(cs.get(j), Some('!') | Some('^'));
-                    if neg {
-                        j += 1;
-                    }
-                    let mut items = Vec::new();
-                    let mut first = true;
-                    loop {
-                        let c = *cs
-                            .get(j)
-                            .ok_or_else(|| GlobError::UnclosedClass(pattern.into()))?;
-                        if c == ']' && !first {
-                            break;
-                        }
-                        first = false;
-                        if cs.get(j + 1) == Some(&'-') && cs.get(j + 2).is_some_and(|c| *c != ']') {
-                            items.push((c, cs[j + 2]));
-                            j += 3;
-                        } else {
-                            items.push((c, c));
-                            j += 1;
-                        }
-                    }
-                    toks.push(Tok::Class { neg, items });
-                    i = j;
-                }
-                c => toks.push(Tok::Lit(c)),
-            }
-            i += 1;
-        }
-        Ok(Glob { toks })
+        let glob = globset::GlobBuilder::new(pattern)
+            .literal_separator(false)
+            .backslash_escape(true)
+            .build()?;
+        Ok(Glob {
+            matcher: glob.compile_matcher(),
+            glob,
+        })
     }
 
     /// Whether the whole of `text` matches.
     pub fn matches(&self, text: &str) -> bool {
-        let t: Vec<char> = text.chars().collect();
-        // Iterative matcher with one backtrack point per star (classic wildcard algorithm).
-        let (mut p, mut s) = (0usize, 0usize);
-        let mut star: Option<(usize, usize)> = None;
-        while s < t.len() {
-            let ok = match self.toks.get(p) {
-                Some(Tok::Lit(c)) => *c == t[s],
-                Some(Tok::Any) => true,
-                Some(Tok::Class { neg, items }) => {
-                    items.iter().any(|(a, b)| *a <= t[s] && t[s] <= *b) != *neg
-                }
-                Some(Tok::Star) => {
-                    star = Some((p, s));
-                    p += 1;
-                    continue;
-                }
-                None => false,
-            };
-            if ok {
-                p += 1;
-                s += 1;
-            } else if let Some((sp, ss)) = star {
-                p = sp + 1;
-                s = ss + 1;
-                star = Some((sp, ss + 1));
-            } else {
-                return false;
-            }
-        }
-        self.toks[p..].iter().all(|t| *t == Tok::Star)
+        self.matcher.is_match(text)
     }
 }
 
@@ -131,6 +57,11 @@ mod tests {
         assert!(!m("a\\*b", "axb"));
         assert!(m("*(float*)", "f(float*)"));
         assert!(m("[]]", "]"));
+        assert!(m("[^a]x", "bx") && !m("[^a]x", "ax"));
+        // Alternatives, and a quoted brace for the lambdas of demangled names.
+        assert!(m("*_{load,store}", "vmem_store") && !m("*_{load,store}", "vmem_atomic"));
+        assert!(m("f()::\\{lambda*", "f()::{lambda(int)#1}"));
+        assert!(m("a/*", "a/b/c"), "names are no paths: * crosses /");
         assert!(Glob::new("[abc").is_err());
         assert!(Glob::new("abc\\").is_err());
     }

@@ -11,22 +11,26 @@
 //!   and zstd), alone or inside `.hip_fatbin`;
 //! - bare LLVM bitcode (reported as not yet linked).
 //!
-//! Reading runs no external tool, reads the file once (see [`file`]), and never panics on corrupt input: every
-//! inconsistency is an [`Error`] naming the file, the offset and what is wrong.
+//! Reading runs no external tool, reads the file once (with [`sqtt_files::input`]), and never
+//! panics on corrupt input: every inconsistency is an [`Error`] naming the file, the offset and what is wrong.
 //!
 //! The funcmap is parsed and validated by `sqtt-markers` (one parser for the format). The
 //! [`table`] module renders the funcmap table (docs/driver.md, `--check`), [`report`] holds the
 //! versioned JSON report types and [`require`] the `--require KIND:GLOB` assertions, so the trace
-//! tools reuse all of it.
+//! tools reuse all of it; [`cost`] reads what each kernel costs (`--check --cost`).
 
 use std::path::Path;
+
+use sqtt_files::input;
 
 mod archive;
 pub mod bundle;
 pub mod check;
+pub mod cost;
 mod elf;
-pub mod file;
 pub mod glob;
+#[cfg(feature = "cli")]
+pub mod manpage;
 pub mod report;
 pub mod require;
 pub mod table;
@@ -172,6 +176,8 @@ pub struct CodeObject {
     pub symbols: Vec<Symbol>,
     /// Size of the code object (or bitcode) in bytes.
     pub size: u64,
+    /// What its metadata and code say about each kernel's cost (empty for bitcode).
+    pub code: cost::CodeFacts,
 }
 
 impl CodeObject {
@@ -213,13 +219,29 @@ pub fn read_path(path: &Path) -> Result<Vec<CodeObject>, Error> {
         path: origin.clone(),
         source,
     };
-    let (file, len) = file::open_regular(path).map_err(io)?;
+    let (file, len) = input::open_regular(path).map_err(io)?;
     if len == 0 {
         return Err(Error::corrupt(&origin, 0, "the file is empty"));
     }
-    let head = file::read_at(&file, 0, 64).map_err(io)?;
+    let head = input::read_at(&file, 0, 64).map_err(io)?;
     if !is_known_format(&head) {
         return Err(Error::Unrecognised { origin });
+    }
+    if head.starts_with(b"\x7fELF") && !elf::is_amdgpu(&head) {
+        // A host binary: only its headers and device sections are read, whatever its size.
+        let mut out = Vec::new();
+        elf::read_host_file(&file, len, &head, &origin, &mut out)?;
+        return Ok(out);
+    }
+    if head.starts_with(b"\x7fELF") && len > bundle::MAX_CODE_OBJECT_BYTES {
+        return Err(Error::corrupt(
+            &origin,
+            0,
+            format!(
+                "a code object of {len} bytes; at most {} are read",
+                bundle::MAX_CODE_OBJECT_BYTES
+            ),
+        ));
     }
     if len > MAX_FILE_BYTES {
         return Err(io(std::io::Error::new(
@@ -227,7 +249,7 @@ pub fn read_path(path: &Path) -> Result<Vec<CodeObject>, Error> {
             format!("it is {len} bytes; at most {MAX_FILE_BYTES} bytes are read"),
         )));
     }
-    let data = file::read_all(&file, len).map_err(io)?;
+    let data = input::read_all(&file, len).map_err(io)?;
     read_bytes(&data, &origin)
 }
 

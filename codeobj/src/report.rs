@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{demangle, CodeObject, EntryKind, FuncmapState, SymbolKind};
+use crate::{demangle, CodeObject, EntryKind, FuncmapState};
 
 /// Version of the report schema.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -71,16 +71,27 @@ impl Summary {
         let Some(m) = co.funcmap.map() else {
             return Summary::default();
         };
-        let count = |k| m.entries.iter().filter(|e| e.kind == k).count();
-        Summary {
-            kernels: count(EntryKind::Kernel),
-            functions: count(EntryKind::Function),
-            user: count(EntryKind::User),
-            points: count(EntryKind::Point),
+        let mut s = Summary {
             payload_markers: m.payloads.iter().filter(|(_, n)| *n > 0).count(),
             wave_size: m.wave_size,
             shader_clock_bits: m.clock_layout.map(|l| l.shader_clock_bits),
             shader_clock_shift: m.clock_layout.map(|l| l.shader_clock_shift),
+            ..Summary::default()
+        };
+        for e in &m.entries {
+            *s.count_of(e.kind) += 1;
+        }
+        s
+    }
+
+    /// The count of a row kind. Every kind has one: a new [`EntryKind`] stops the build here
+    /// until the summary counts it (and docs/check-json.md names the field).
+    fn count_of(&mut self, kind: EntryKind) -> &mut usize {
+        match kind {
+            EntryKind::Kernel => &mut self.kernels,
+            EntryKind::Function => &mut self.functions,
+            EntryKind::User => &mut self.user,
+            EntryKind::Point => &mut self.points,
         }
     }
 
@@ -139,7 +150,6 @@ impl CodeObjectReport {
             FuncmapState::Present { parts, .. } => *parts,
             _ => 0,
         };
-        let _ = SymbolKind::Kernel;
         CodeObjectReport {
             location: co.location.clone(),
             bundle_index: co.bundle_index,
@@ -174,4 +184,50 @@ pub struct RequirementResult {
     pub satisfied: bool,
     /// Names of the rows that satisfy it.
     pub matches: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Funcmap, FuncmapState};
+
+    fn code_object(funcmap: &str) -> CodeObject {
+        CodeObject {
+            location: "code object".into(),
+            bundle_index: None,
+            bundle_entry_id: None,
+            target_id: "amdgcn-amd-amdhsa--gfx90a".into(),
+            arch: "gfx90a".into(),
+            funcmap: FuncmapState::Present {
+                map: Funcmap::parse(funcmap.as_bytes()).unwrap(),
+                problems: Vec::new(),
+                parts: 1,
+            },
+            symbols: Vec::new(),
+            size: 0,
+            code: Default::default(),
+        }
+    }
+
+    /// Each row is counted once, under its own kind: the counts add up to the rows.
+    #[test]
+    fn the_summary_counts_every_row_by_its_kind() {
+        let co = code_object(
+            "K:_Z1kv\nK:_Z2k2v\nF:1:_Z1fv\nU:2:work\nU:3:more\nU:4:most\nP:5:barrier\n",
+        );
+        let s = Summary::of(&co);
+        assert_eq!(
+            (s.kernels, s.functions, s.user, s.points),
+            (2, 1, 3, 1),
+            "{s:?}"
+        );
+        let map = co.funcmap.map().unwrap();
+        assert_eq!(
+            s.kernels + s.functions + s.user + s.points,
+            map.entries.len()
+        );
+        for kind in EntryKind::ALL {
+            assert!(map.entries.iter().any(|e| e.kind == kind), "{kind:?}");
+        }
+    }
 }

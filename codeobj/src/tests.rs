@@ -69,6 +69,97 @@ fn compressed_bundles() {
     }
 }
 
+/// A plain bundle header with one gfx90a entry of `size` bytes (the payload not included).
+fn bundle_header(size: u64) -> Vec<u8> {
+    let mut h = bundle::MAGIC.to_vec();
+    let id = b"hipv4-amdgcn-amd-amdhsa--gfx90a";
+    h.extend_from_slice(&1u64.to_le_bytes());
+    let offset = (32 + 24 + id.len()) as u64;
+    for v in [offset, size, id.len() as u64] {
+        h.extend_from_slice(&v.to_le_bytes());
+    }
+    h.extend_from_slice(id);
+    h
+}
+
+/// Compressed bundles that declare or decompress to more than a code object can be stop early
+/// with a clear error, having held no more than a bundle header (2 GiB of compressed zeros took
+/// 3.1 GB and 22 s).
+#[test]
+fn compressed_bombs_stop_early() {
+    const G2: u64 = 2 << 30;
+    let err = |ccob: Vec<u8>| read_bytes(&ccob, "bomb").unwrap_err().to_string();
+    // 2 GiB of zeros: no bundle header.
+    let zeros = bundle::write_zstd_zeros(&[], G2, Some(23));
+    assert!(zeros.len() < 70_000);
+    let e = err(write_ccob(3, Compression::Zstd, G2, &zeros));
+    assert_eq!(
+        e,
+        "bomb (compressed bundle at 0x0): offset 0x0: no __CLANG_OFFLOAD_BUNDLE__ magic"
+    );
+    // A single-segment frame asks for a 2 GiB window.
+    let e = err(write_ccob(
+        3,
+        Compression::Zstd,
+        G2,
+        &bundle::write_zstd_zeros(&[], G2, None),
+    ));
+    assert!(
+        e.contains("needs a window of 2147483648 bytes; at most 134217728 are accepted"),
+        "{e}"
+    );
+    // A bundle header, then a code object of 2 GiB.
+    let h = bundle_header(G2);
+    let total = h.len() as u64 + G2;
+    let e = err(write_ccob(
+        3,
+        Compression::Zstd,
+        total,
+        &bundle::write_zstd_zeros(&h, G2, Some(23)),
+    ));
+    assert!(
+        e.contains(
+            "bundle entry hipv4-amdgcn-amd-amdhsa--gfx90a declares 2147483648 bytes; a code \
+             object may have at most 1073741824"
+        ),
+        "{e}"
+    );
+    // A real bundle in raw blocks reads as it would compressed.
+    let plain = two_arch_bundle();
+    let raw = bundle::write_zstd_zeros(&plain, 0, Some(20));
+    let cos = read_bytes(
+        &write_ccob(3, Compression::Zstd, plain.len() as u64, &raw),
+        "r",
+    )
+    .unwrap();
+    assert_eq!(cos.len(), 2);
+    // More than a file's worth, declared.
+    let e = err(write_ccob(3, Compression::Zstd, 1 << 40, &zeros));
+    assert!(
+        e.contains("claims 1099511627776 uncompressed bytes; at most"),
+        "{e}"
+    );
+    // A stream longer than declared stops one byte past it.
+    let plain = two_arch_bundle();
+    let mut longer = plain.clone();
+    longer.extend_from_slice(&[0; 100]);
+    for data in [zlib(&longer), zstd(&longer)] {
+        let m = if data.starts_with(&[0x28, 0xB5]) {
+            Compression::Zstd
+        } else {
+            Compression::Zlib
+        };
+        let e = err(write_ccob(2, m, plain.len() as u64, &data));
+        assert!(
+            e.contains(&format!(
+                "decompresses to more than the {} bytes its header says",
+                plain.len()
+            )),
+            "{e}"
+        );
+    }
+}
+
 #[test]
 fn fatbin_of_several_bundles_at_4096() {
     let b = two_arch_bundle();

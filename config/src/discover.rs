@@ -9,7 +9,14 @@ use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::{file, trust, var, ConfigError, CONFIG_FILE_NAME};
+use sqtt_files::input;
+
+use crate::{trust, var, ConfigError, CONFIG_FILE_NAME};
+
+/// The largest configuration file read (1 MiB).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+/// A configuration file, as the read errors name it.
+const WHAT: &str = "a configuration file";
 
 /// A configuration file and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +28,8 @@ pub struct ConfigFile {
 impl ConfigFile {
     /// A file the user named: read whoever owns it (a regular file of at most 1 MiB).
     pub fn read(path: &Path) -> Result<ConfigFile, ConfigError> {
-        let text = file::read_config(path).map_err(|e| unreadable(path, e))?;
+        let text = input::read_regular_string(path, MAX_CONFIG_BYTES, WHAT)
+            .map_err(|e| unreadable(path, e))?;
         Ok(ConfigFile {
             path: path.to_path_buf(),
             text,
@@ -128,7 +136,7 @@ pub fn locate_config(
                 continue;
             }
         };
-        if let Some(what) = file::not_regular(&target.file_type()) {
+        if let Some(what) = input::not_regular(&target.file_type()) {
             ignore(format!("it is {what}, not a regular file"), false);
             continue;
         }
@@ -157,7 +165,7 @@ fn read_found(
     trusted_dir: bool,
     me: u32,
 ) -> Result<ConfigFile, ConfigError> {
-    let (opened, len) = file::open_regular(path).map_err(|e| unreadable(path, e))?;
+    let (opened, len) = input::open_regular(path).map_err(|e| unreadable(path, e))?;
     let meta = opened.metadata().map_err(|e| unreadable(path, e))?;
     let same = meta.dev() == judged.dev() && meta.ino() == judged.ino();
     let still_trusted = trusted_dir
@@ -168,9 +176,8 @@ fn read_found(
             reason: "it was replaced while it was read".into(),
         });
     }
-    let text =
-        file::read_opened_string(&opened, len, file::MAX_CONFIG_BYTES, "a configuration file")
-            .map_err(|e| unreadable(path, e))?;
+    let text = input::read_opened_string(&opened, len, MAX_CONFIG_BYTES, WHAT)
+        .map_err(|e| unreadable(path, e))?;
     Ok(ConfigFile {
         path: path.to_path_buf(),
         text,

@@ -93,7 +93,7 @@ fn toml_line(row: &Setting, bare: &str) -> String {
     let text = row.default_text();
     let value = match row.toml {
         _ if text.is_empty() => return format!("# {bare} = \"/path/to/{bare}\"\n"),
-        Toml::Bool => (text == "1").to_string(),
+        Toml::Bool | Toml::BoolOrPath => (text == "1").to_string(),
         Toml::Int | Toml::IntOrString if text.bytes().all(|b| b.is_ascii_digit()) => text,
         Toml::Mask if text == "0xFFFFFFFF" => "-1".into(),
         _ => format!("{text:?}"),

@@ -2,18 +2,17 @@
 //!
 //! One parser and one validator for `sqtt.toml` and the `SQTT_*` variables. The driver merges the
 //! file and the environment into one [`Settings`], validates it, and hands it to the plugin as
-//! `SQTT_*` variables ([`Settings::to_env`]); the plugin reads them back with
-//! [`Settings::from_env`]. Both sides therefore accept the same values and give them the same
-//! meaning. Every setting is one row of [`setting::SETTINGS`], from which the parsing, the
-//! messages, the exported variables, the plugin options and the generated documentation
-//! ([`docs`]) are read.
+//! `SQTT_*` variables ([`Settings::to_env`]) and plugin options; the plugin reads them back with
+//! [`Settings::located`], as the driver read them. Both sides therefore accept the same values
+//! and give them the same meaning. Every setting is one row of [`setting::SETTINGS`], from which
+//! the parsing, the messages, the exported variables, the plugin options and the generated
+//! documentation ([`docs`]) are read.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub mod discover;
 pub mod docs;
-pub mod file;
 mod parse;
 pub mod setting;
 pub mod show;
@@ -37,7 +36,9 @@ pub mod var {
     pub const HIPCC: &str = setting::HIPCC.var;
     /// Driver only: print what the wrapper does on stderr.
     pub const VERBOSE: &str = setting::VERBOSE.var;
-    /// Driver only: path of sqtt.toml.
+    /// Driver only: run hipcc under this compiler cache.
+    pub const CCACHE: &str = setting::CCACHE.var;
+    /// Path of sqtt.toml (the driver's, and a plugin's loaded without the driver).
     pub const CONFIG: &str = "SQTT_CONFIG";
     /// Directories whose `sqtt.toml` is used whoever owns it (`:`-separated; `DIR/*`, `*`).
     pub const SAFE_DIRECTORY: &str = "SQTT_SAFE_DIRECTORY";
@@ -47,6 +48,12 @@ pub mod var {
     /// records its ledger; IDs and the funcmap are made once, at device link time, for all
     /// translation units together.
     pub const DEFER_TO_LINK: &str = "SQTT_DEFER_TO_LINK";
+    /// Set by the driver in the environment of the compiler it runs. The plugin then takes the
+    /// settings the driver exported instead of looking for sqtt.toml, and a wrapper that sees
+    /// it refuses to run below itself (the hipcc it found was sqtt-hipcc).
+    pub const HIPCC_DEPTH: &str = "SQTT_HIPCC_DEPTH";
+    /// The driver's cache directory (markers.hpp, the clang version of each hipcc).
+    pub const CACHE_DIR: &str = "SQTT_CACHE_DIR";
 }
 
 /// Automatic function entry/exit instrumentation threshold.
@@ -193,6 +200,9 @@ pub struct Settings {
     pub hipcc: Option<PathBuf>,
     /// Driver only: say what the wrapper does on stderr.
     pub verbose: bool,
+    /// Driver only: the compiler cache hipcc runs under (`ccache` key, `SQTT_CCACHE`): a path,
+    /// or a name looked up on PATH.
+    pub ccache: Option<PathBuf>,
 }
 
 impl Default for Settings {
@@ -209,6 +219,7 @@ impl Default for Settings {
             scope: Scope::default(),
             hipcc: None,
             verbose: false,
+            ccache: None,
         }
     }
 }
@@ -284,7 +295,7 @@ pub enum ConfigError {
         column: usize,
         reason: String,
     },
-    /// Two settings of which at most one may be on (the spec's words: "mutually exclusive").
+    /// Two settings of which at most one may be on.
     #[error("{first} and {second} are mutually exclusive: {why}")]
     MutuallyExclusive {
         first: String,
@@ -307,8 +318,8 @@ fn hint_text(s: &Option<String>) -> String {
 }
 
 impl Settings {
-    /// Settings from the `SQTT_*` variables alone, over the defaults (what a hand-loaded plugin
-    /// sees). `get` returns a variable's value; empty values count as unset.
+    /// Settings from the `SQTT_*` variables alone, over the defaults (no file, no plugin
+    /// options). `get` returns a variable's value; empty values count as unset.
     pub fn from_env<F>(get: F) -> Result<Settings, ConfigError>
     where
         F: Fn(&str) -> Option<String>,
@@ -317,11 +328,6 @@ impl Settings {
         s.apply_env(&get)?;
         s.validate()?;
         Ok(s)
-    }
-
-    /// Settings from the process environment.
-    pub fn from_process_env() -> Result<Settings, ConfigError> {
-        Settings::from_env(|k| std::env::var(k).ok())
     }
 
     /// Settings from a configuration file's text over the defaults (no environment).
@@ -337,50 +343,42 @@ impl Settings {
         Ok(s)
     }
 
-    /// The driver's view: the file (if any), then every set `SQTT_*` variable over it.
-    pub fn load<F>(file: Option<&Path>, get: F) -> Result<Settings, ConfigError>
-    where
-        F: Fn(&str) -> Option<String>,
-    {
+    /// The file (if any), then every set `SQTT_*` variable over it.
+    pub fn load(
+        file: Option<&Path>,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Settings, ConfigError> {
         Settings::load_with_options(file, get, |_| None)
     }
 
     /// [`Settings::load`], then every given plugin option over it (`option(name)` returns the
     /// value of `-name=VALUE` when it was given).
-    pub fn load_with_options<F, O>(
+    pub fn load_with_options(
         file: Option<&Path>,
-        get: F,
-        option: O,
-    ) -> Result<Settings, ConfigError>
-    where
-        F: Fn(&str) -> Option<String>,
-        O: Fn(&str) -> Option<String>,
-    {
+        get: impl Fn(&str) -> Option<String>,
+        option: impl Fn(&str) -> Option<String>,
+    ) -> Result<Settings, ConfigError> {
         let file = file.map(ConfigFile::read).transpose()?;
         Settings::from_sources(file.as_ref(), get, option)
     }
 
     /// The settings of the configuration [`locate_config`] found (the driver's and the plugin's
     /// view): its file, the variables over it, the plugin options over both.
-    pub fn located<F, O>(located: &Located, get: F, option: O) -> Result<Settings, ConfigError>
-    where
-        F: Fn(&str) -> Option<String>,
-        O: Fn(&str) -> Option<String>,
-    {
+    pub fn located(
+        located: &Located,
+        get: impl Fn(&str) -> Option<String>,
+        option: impl Fn(&str) -> Option<String>,
+    ) -> Result<Settings, ConfigError> {
         let file = located.file.clone().transpose()?;
         Settings::from_sources(file.as_ref(), get, option)
     }
 
     /// A configuration file's text (if any), then the variables, then the plugin options.
-    pub fn from_sources<F, O>(
+    pub fn from_sources(
         file: Option<&ConfigFile>,
-        get: F,
-        option: O,
-    ) -> Result<Settings, ConfigError>
-    where
-        F: Fn(&str) -> Option<String>,
-        O: Fn(&str) -> Option<String>,
-    {
+        get: impl Fn(&str) -> Option<String>,
+        option: impl Fn(&str) -> Option<String>,
+    ) -> Result<Settings, ConfigError> {
         let mut s = Settings::default();
         let mut keys = Vec::new();
         if let Some(f) = file {

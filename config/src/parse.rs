@@ -128,25 +128,11 @@ fn suggest(key: &str) -> Option<String> {
             // The distance is at least the difference in length: a key far longer than any
             // known one (a 900 KB line) is not compared character by character.
             (len.abs_diff(row.key.len()) <= most)
-                .then(|| (edit_distance(key, row.key), row.key))
+                .then(|| (strsim::levenshtein(key, row.key), row.key))
                 .filter(|(d, _)| *d <= most)
         })
         .min()
         .map(|(_, k)| k.to_string())
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 /// The variable's text for a TOML value, checking its type against the row's [`Toml`].
@@ -159,10 +145,16 @@ fn value_text(row: &Setting, v: &toml::Value, origin: &Origin) -> Result<String,
     let expected = |forms: &str| Err(bad(origin, &shown, forms.to_string()));
     match (row.toml, v) {
         // Strings take the variable's words (`"yes"`, `"off"`, ...), checked by the row.
-        (Toml::Mask | Toml::Bool | Toml::Path | Toml::IntOrString, Value::String(s))
+        (
+            Toml::Mask | Toml::Bool | Toml::BoolOrPath | Toml::Path | Toml::IntOrString,
+            Value::String(s),
+        )
         | (Toml::String | Toml::StringOrFalse | Toml::List, Value::String(s)) => Ok(s.clone()),
-        (Toml::Bool, Value::Boolean(b)) => Ok(b.to_string()),
-        (Toml::Bool, Value::Integer(i)) if (0..=1).contains(i) => Ok(i.to_string()),
+        (Toml::Bool | Toml::BoolOrPath, Value::Boolean(b)) => Ok(b.to_string()),
+        (Toml::Bool | Toml::BoolOrPath, Value::Integer(i)) if (0..=1).contains(i) => {
+            Ok(i.to_string())
+        }
+        (Toml::BoolOrPath, _) => expected("true, false, 0, 1 or a path string"),
         (Toml::Bool, _) => expected(&format!("true, false, 0, 1 or a string: {}", row.forms)),
         (Toml::Path, _) => expected("a path string"),
         (Toml::IntOrString | Toml::Int, Value::Integer(i)) if *i >= 0 => Ok(i.to_string()),

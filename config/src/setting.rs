@@ -71,6 +71,8 @@ pub enum Toml {
     Bool,
     /// A string.
     Path,
+    /// `true`/`false`, the integers 0 and 1, or a string: the variable's words or a path.
+    BoolOrPath,
     /// A non-negative integer, or a string.
     IntOrString,
     /// A non-negative integer only.
@@ -83,6 +85,15 @@ pub enum Toml {
     List,
     /// An integer taken as the number it is (`-1`: all ones), or a string read as the variable.
     Mask,
+}
+
+/// `none`, AMD's pass's word for off (of the memory markers and the address traces), as `off`.
+fn none_is_off(v: &str) -> &str {
+    if v.trim().eq_ignore_ascii_case("none") {
+        "off"
+    } else {
+        v
+    }
 }
 
 const BOOL_FORMS: &str = "0, 1, true, false, on, off, yes or no";
@@ -144,12 +155,13 @@ settings! {
         option: Some("sqtt-marker-instrument-memory"),
         values: "N:M|off",
         forms: "N:M with N >= 1 operations per marker and M >= 0 the largest instruction gap \
-                (e.g. 2:5), or off",
+                (e.g. 2:5), or off (or none)",
         toml: Toml::StringOrFalse,
         doc: "Point markers on groups of memory operations (global, flat, constant, buffer; not LDS or scratch): \"N:M\" = one \
               marker per N operations, a group ends at a gap of more than M instructions or a \
-              load/store change. \"off\" to disable. Cannot be combined with trace_addresses.",
-        set: |s, v| parse_memory(v).map(|m| s.instrument_memory = m),
+              load/store change. \"off\" (or \"none\") to disable. Cannot be combined with \
+              trace_addresses.",
+        set: |s, v| parse_memory(none_is_off(v)).map(|m| s.instrument_memory = m),
         get: |s| s.instrument_memory.map_or_else(|| "off".into(), |m| m.to_string()),
     };
     MEM_BARRIER = Setting {
@@ -169,12 +181,13 @@ settings! {
         key: "trace_addresses",
         option: Some("sqtt-marker-trace-addresses"),
         values: "memory|lds|memory,lds|off",
-        forms: "memory, lds, both comma-separated in either order (memory,lds), or off (or 0)",
+        forms: "memory, lds, both comma-separated in either order (memory,lds), or off (or 0, \
+                or none)",
         toml: Toml::List,
         doc: "Per-lane address traces of memory operations: \"memory\" (global/flat/buffer), \
-              \"lds\" (LDS and ds_permute/ds_bpermute), \"memory,lds\", or \"off\". Expensive \
-              (a readlane loop per operation).",
-        set: |s, v| parse_addresses(v).map(|a| s.trace_addresses = a),
+              \"lds\" (LDS and ds_permute/ds_bpermute), \"memory,lds\", or \"off\" (or \
+              \"none\"). Expensive (a readlane loop per operation).",
+        set: |s, v| parse_addresses(none_is_off(v)).map(|a| s.trace_addresses = a),
         get: |s| s.trace_addresses.to_string(),
     };
     SHADER_CLOCK_BITS = Setting {
@@ -231,6 +244,28 @@ settings! {
         doc: "Print what sqtt-hipcc does on stderr (also --sqtt-verbose).",
         set: |s, v| parse_bool(v).map(|b| s.verbose = b),
         get: |s| u8::from(s.verbose).to_string(),
+    };
+    CCACHE = Setting {
+        var: "SQTT_CCACHE",
+        key: "ccache",
+        option: None,
+        values: "0|1|path",
+        forms: "0, 1, true, false, on, off, yes or no, or the path of ccache (a name without a / \
+                is looked up on PATH)",
+        toml: Toml::BoolOrPath,
+        doc: "Run hipcc under ccache (sqtt-hipcc -> ccache -> hipcc): ccache then hashes the \
+              plugin, its content hash and every setting, all on hipcc's command line, so a \
+              changed setting or plugin misses and the same ones hit, with ccache's default \
+              configuration. 1: the ccache on PATH; or its path. The recommended way to use \
+              ccache (`ccache sqtt-hipcc` hashes none of them).",
+        set: |s, v| {
+            s.ccache = match parse_bool(v) {
+                Some(on) => on.then(|| PathBuf::from("ccache")),
+                None => Some(PathBuf::from(v.trim())),
+            };
+            Some(())
+        },
+        get: |s| s.ccache.as_ref().map_or_else(|| "0".into(), |p| p.display().to_string()),
     };
     SCOPE_WAVE = Setting {
         var: "SQTT_SCOPE_WAVE",

@@ -267,7 +267,7 @@ fn only_a_regular_file_of_bounded_size_is_read_as_configuration() {
     let big = dir.join("big.toml");
     std::fs::File::create(&big)
         .unwrap()
-        .set_len(file::MAX_CONFIG_BYTES + 1)
+        .set_len(discover::MAX_CONFIG_BYTES + 1)
         .unwrap();
     for (path, why) in [
         // Nobody writes to the FIFO: this returns only because it is refused before reading.
@@ -455,7 +455,7 @@ fn every_instrumentation_setting_has_a_plugin_option_named_as_amds_pass_names_it
             Some(o) => assert_eq!(o, expected),
             // The wrapper's own settings: the plugin does not act on them.
             None => assert!(
-                ["enabled", "hipcc", "verbose"].contains(&row.key),
+                ["enabled", "hipcc", "verbose", "ccache"].contains(&row.key),
                 "{row:?}"
             ),
         }
@@ -594,7 +594,7 @@ fn every_row_is_named_once_and_reads_back_its_own_text() {
 fn every_row_refuses_bad_values_by_name_in_every_place() {
     for row in SETTINGS {
         // Any text is a path.
-        if row.toml != setting::Toml::Path {
+        if !matches!(row.toml, setting::Toml::Path | setting::Toml::BoolOrPath) {
             let err = Settings::from_env(env(&[(row.var, "\u{1}bad")])).unwrap_err();
             assert!(err.to_string().contains(row.var), "{err}");
             assert!(err.to_string().contains(row.forms), "{err}");
@@ -678,6 +678,45 @@ fn a_generated_table_replaces_only_the_text_between_its_marker_lines() {
     assert!(g.apply(&format!("{}\nno end\n", docs::BEGIN)).is_none());
 }
 
+/// `ccache`: a switch (the ccache on PATH) or a path, in the variable and the file alike.
+#[test]
+fn ccache_is_a_switch_or_a_path() {
+    let from_env = |v: &str| {
+        Settings::from_env(env(&[("SQTT_CCACHE", v)]))
+            .unwrap()
+            .ccache
+    };
+    assert_eq!(from_env("1"), Some(PathBuf::from("ccache")));
+    assert_eq!(from_env(" yes "), Some(PathBuf::from("ccache")));
+    assert_eq!(from_env("off"), None);
+    assert_eq!(
+        from_env("/opt/cc/bin/ccache"),
+        Some(PathBuf::from("/opt/cc/bin/ccache"))
+    );
+    assert_eq!(Settings::default().ccache, None);
+    let from_toml = |t: &str| Settings::from_toml_str(t, &p());
+    assert_eq!(
+        from_toml("ccache = true\n").unwrap().ccache,
+        Some(PathBuf::from("ccache"))
+    );
+    assert_eq!(from_toml("ccache = 0\n").unwrap().ccache, None);
+    assert_eq!(
+        from_toml("ccache = \"/usr/lib/ccache/bin/ccache\"\n")
+            .unwrap()
+            .ccache,
+        Some(PathBuf::from("/usr/lib/ccache/bin/ccache"))
+    );
+    let e = from_toml("ccache = 2\n").unwrap_err().to_string();
+    assert!(
+        e.contains("key `ccache`") && e.contains("a path string"),
+        "{e}"
+    );
+    // The wrapper's alone: not exported, no plugin option, not in the settings' fingerprint.
+    let on = Settings::from_env(env(&[("SQTT_CCACHE", "1")])).unwrap();
+    assert_eq!(on.fingerprint(), Settings::default().fingerprint());
+    assert!(!on.to_env().iter().any(|(k, _)| *k == "SQTT_CCACHE"));
+}
+
 #[test]
 fn a_long_bad_value_is_cut_in_the_message() {
     // Issue 25: a 900 KB value was echoed whole.
@@ -717,4 +756,47 @@ fn the_origin_of_a_value_is_the_variable_when_set_else_the_file() {
         Origin::of(row, file, &env(&[("SQTT_HIPCC", " ")])).to_string(),
         "key `hipcc` in /src/sqtt.toml"
     );
+}
+
+/// AMD's pass reads `SQTT_INSTRUMENT_MEMORY=none` as off (issue 30), and
+/// `SQTT_TRACE_ADDRESSES=none` (its automatic.ll): the variable, the key and the plugin option
+/// take it in any case, it conflicts with nothing, and the error message lists it among the
+/// accepted forms.
+#[test]
+fn instrument_memory_none_is_off_everywhere() {
+    for v in ["none", "NONE", " None "] {
+        let s = Settings::from_env(env(&[
+            ("SQTT_INSTRUMENT_MEMORY", v),
+            ("SQTT_TRACE_ADDRESSES", "memory"),
+        ]))
+        .unwrap();
+        assert_eq!(s.instrument_memory, None, "{v:?}");
+        let s = Settings::from_toml_str(&format!("instrument_memory = {v:?}"), &p()).unwrap();
+        assert_eq!(s.instrument_memory, None, "{v:?}");
+    }
+    let s = Settings::load_with_options(None, env(&[("SQTT_INSTRUMENT_MEMORY", "2:5")]), |o| {
+        (o == "sqtt-marker-instrument-memory").then(|| "none".to_string())
+    })
+    .unwrap();
+    assert_eq!(s.instrument_memory, None);
+    // It reads back as `off`, which the plugin takes.
+    assert_eq!((setting::INSTRUMENT_MEMORY.get)(&s), "off");
+    let msg = Settings::from_env(env(&[("SQTT_INSTRUMENT_MEMORY", "nothing")]))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("or off (or none)"), "{msg}");
+    // Address traces: `none` over a variable that turns them on, beside memory markers.
+    let s = Settings::load_with_options(
+        None,
+        env(&[
+            ("SQTT_TRACE_ADDRESSES", "memory"),
+            ("SQTT_INSTRUMENT_MEMORY", "1:0"),
+        ]),
+        |o| (o == "sqtt-marker-trace-addresses").then(|| "None".to_string()),
+    )
+    .unwrap();
+    assert!(!s.trace_addresses.is_on());
+    assert!(s.instrument_memory.is_some());
+    let s = Settings::from_toml_str("trace_addresses = \"none\"", &p()).unwrap();
+    assert!(!s.trace_addresses.is_on());
 }

@@ -40,6 +40,9 @@ pub struct Classified {
     pub host_only: bool,
     pub device_only: bool,
     pub rdc: bool,
+    /// A source is HIP (or CUDA) for a plain clang: `-x hip`, or a `.hip`/`.cu` file (hipcc
+    /// compiles every source as HIP).
+    pub hip: bool,
     /// `--version` (hipcc's own version line plus the plugin's).
     pub version: bool,
     /// `-v` (verbose).
@@ -244,6 +247,17 @@ fn is_source(p: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// `-x hip`, `-x cuda` (and their preprocessed forms).
+fn is_hip_language(l: &str) -> bool {
+    l.starts_with("hip") || l.starts_with("cuda")
+}
+
+fn is_hip_source(p: &str) -> bool {
+    Path::new(p)
+        .extension()
+        .is_some_and(|e| e == "hip" || e == "cu")
+}
+
 /// How deep `@file`s may name other `@file`s.
 pub const MAX_RESPONSE_DEPTH: usize = 10;
 /// How many arguments the expansion of all `@file`s may give.
@@ -333,7 +347,7 @@ impl Expansion<'_> {
         if let Some(w) = self.files.get(&key) {
             return Ok(w.clone().map(|w| (key, w)));
         }
-        let words = match sqtt_codeobj::file::open_regular(&key) {
+        let words = match sqtt_files::input::open_regular(&key) {
             Err(_) => None,
             Ok((file, len)) => {
                 if len > (MAX_RESPONSE_BYTES - self.read) as u64 {
@@ -342,7 +356,7 @@ impl Expansion<'_> {
                          {MAX_RESPONSE_BYTES} bytes in total; hipcc was not run"
                     ));
                 }
-                match sqtt_codeobj::file::read_all(&file, len) {
+                match sqtt_files::input::read_all(&file, len) {
                     Err(_) => None,
                     Ok(bytes) => {
                         self.read += bytes.len();
@@ -530,6 +544,7 @@ pub fn classify(args: &[String]) -> Classified {
         host_only: false,
         device_only: false,
         rdc: false,
+        hip: false,
         version: false,
         verbose: false,
     };
@@ -542,6 +557,10 @@ pub fn classify(args: &[String]) -> Classified {
         i += 1;
         if !a.starts_with('-') {
             if language.as_deref().is_some_and(|l| l != "none") || is_source(a) {
+                c.hip |= match language.as_deref() {
+                    Some("none") | None => is_hip_source(a),
+                    Some(l) => is_hip_language(l),
+                };
                 c.sources.push(PathBuf::from(a));
             } else {
                 // Objects, libraries and unknown file kinds: linker inputs, as for clang.
@@ -579,6 +598,7 @@ pub fn classify(args: &[String]) -> Classified {
             Effect::Language => language = value.map(str::to_string),
             Effect::Stdin => {
                 if language.is_some() {
+                    c.hip |= language.as_deref().is_some_and(is_hip_language);
                     c.sources.push(PathBuf::from("-"));
                 }
             }
@@ -606,6 +626,25 @@ mod tests {
 
     fn cl(s: &str) -> Classified {
         classify(&shell_words::split(s).unwrap())
+    }
+
+    /// What a plain clang compiles as HIP: `-x hip` (or cuda), or a .hip/.cu source.
+    #[test]
+    fn hip_sources() {
+        for (argv, hip) in [
+            ("-x hip -c k.cpp", true),
+            ("-xhip -c k.cpp", true),
+            ("-x cuda -c k.cpp", true),
+            ("-c k.hip", true),
+            ("-c k.cu -o k.o", true),
+            ("-c k.cpp", false),
+            ("-x c++ -c k.hip", false),
+            ("-x none -c k.hip", true),
+            ("-x hip -", true),
+            ("k.o -o app", false),
+        ] {
+            assert_eq!(cl(argv).hip, hip, "{argv}");
+        }
     }
 
     #[test]

@@ -43,19 +43,32 @@ impl fmt::Display for NamedBy {
 pub enum Error {
     // Own options.
     #[error(
-        "unknown option {}; sqtt-hipcc's own options are --sqtt-config=PATH, --sqtt-verbose, \
-         --sqtt-include-dir, --sqtt-toolchain, --sqtt-flags[=CLANG], --sqtt-launch CMD..., \
-         --sqtt-completions=SHELL, --sqtt-man[=check] and --sqtt-help (every other option goes \
-         to hipcc)", cut(.0)
+        "unknown option {}{}; sqtt-hipcc's own options are {known} (every other option goes to \
+         hipcc)",
+        cut(.option),
+        .suggestion.as_ref().map(|s| format!(" (did you mean {s}?)")).unwrap_or_default()
     )]
-    UnknownOwnOption(String),
+    UnknownOwnOption {
+        option: String,
+        /// The closest own option's usage.
+        suggestion: Option<String>,
+        /// Every own option's usage.
+        known: String,
+    },
+    #[error("{} {problem}", cut(.option))]
+    OwnOptionValue { option: String, problem: String },
     /// A malformed or unknown `-mllvm -sqtt-marker-*` (the message says which).
     #[error("{0}")]
     PluginOption(String),
-    #[error("--sqtt-config needs a path: --sqtt-config=PATH")]
-    ConfigNeedsPath,
-    #[error("--sqtt-launch needs a command: sqtt-hipcc --sqtt-launch clang++ ARGS...")]
+    #[error("--sqtt-launch needs a command: sqtt-hipcc --sqtt-launch [ccache] clang++ ARGS...")]
     LaunchNeedsCommand,
+    #[error(
+        "--sqtt-stamp=FILE takes at most one more argument, the compiler (got {})",
+        cut(&.0.join(" "))
+    )]
+    StampArguments(Vec<String>),
+    #[error("cannot write the settings stamp {}: {source}", shown(.path))]
+    Stamp { path: PathBuf, source: io::Error },
     #[error(
         "--sqtt-completions: unknown shell {}; accepted: bash, zsh, fish, elvish, powershell",
         quoted(.0)
@@ -63,8 +76,9 @@ pub enum Error {
     UnknownShell(String),
     #[error("--sqtt-man: unknown page {}; accepted: --sqtt-man, --sqtt-man=check", quoted(.0))]
     UnknownManPage(String),
-    #[error("cannot write the man page: {0}")]
-    ManPage(io::Error),
+    /// Standard output could not be written (`--sqtt-flags > /dev/full`); the message names it.
+    #[error("{0}")]
+    Stdout(io::Error),
 
     // The arguments and the settings.
     /// `@file`s that name themselves, nest too deep or expand too far (the message says which).
@@ -167,6 +181,15 @@ pub enum Error {
     )]
     PrivateCache { parent: PathBuf, source: io::Error },
 
+    // The compiler cache.
+    #[error(
+        "the ccache setting (SQTT_CCACHE, or `ccache` in sqtt.toml) names {}, which {}; install \
+         ccache, give its path, or turn the setting off (SQTT_CCACHE=0)",
+        shown(.0),
+        if .0.components().count() == 1 { "is not on PATH" } else { "is not an executable file" }
+    )]
+    CacheNotFound(PathBuf),
+
     // Running.
     #[error("cannot run {}: {source}", shown(.program))]
     Launch { program: PathBuf, source: io::Error },
@@ -188,10 +211,11 @@ pub enum Error {
 
 impl Error {
     /// The wrapper's exit status: 1 when the outputs of a successful compiler are missing or
-    /// were rejected by the post-build check, 2 for everything found before the compiler ran.
+    /// were rejected by the post-build check, or stdout could not be written; 2 for everything
+    /// found before the compiler ran.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::FuncmapCheck { .. } | Error::OutputNotWritten { .. } => 1,
+            Error::FuncmapCheck { .. } | Error::OutputNotWritten { .. } | Error::Stdout(_) => 1,
             _ => 2,
         }
     }
@@ -205,7 +229,12 @@ mod tests {
     fn exit_codes() {
         assert_eq!(Error::FuncmapCheck { problems: vec![] }.exit_code(), 1);
         assert_eq!(Error::CallsItself.exit_code(), 2);
-        assert_eq!(Error::UnknownOwnOption("--sqtt-x".into()).exit_code(), 2);
+        let unknown = Error::UnknownOwnOption {
+            option: "--sqtt-x".into(),
+            suggestion: None,
+            known: String::new(),
+        };
+        assert_eq!(unknown.exit_code(), 2);
         let e = Error::Launch {
             program: "/h".into(),
             source: io::Error::from(io::ErrorKind::NotFound),

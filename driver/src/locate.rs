@@ -15,8 +15,6 @@ use crate::launch::{Invocation, Launcher};
 
 /// File name of the plugin.
 pub const PLUGIN_FILE: &str = "libsqtt_plugin.so";
-/// Set in hipcc's environment: a wrapper that sees it is being called by itself.
-pub const DEPTH_VAR: &str = "SQTT_HIPCC_DEPTH";
 
 fn canon(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
@@ -32,7 +30,7 @@ fn not_executable(p: &Path) -> Option<String> {
     match std::fs::metadata(p) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("does not exist".into()),
         Err(e) => Some(format!("cannot be examined ({e})")),
-        Ok(m) => match sqtt_config::file::not_regular(&m.file_type()) {
+        Ok(m) => match sqtt_files::input::not_regular(&m.file_type()) {
             Some(what) => Some(format!("is {what}, not an executable file")),
             None if m.permissions().mode() & 0o111 == 0 => {
                 Some("is not executable (no x permission)".into())
@@ -196,7 +194,7 @@ pub fn find_plugin(
         let path = PathBuf::from(p);
         return match std::fs::metadata(&path) {
             Err(source) => Err(Error::PluginMissing { path, source }),
-            Ok(m) => match sqtt_config::file::not_regular(&m.file_type()) {
+            Ok(m) => match sqtt_files::input::not_regular(&m.file_type()) {
                 Some(what) => Err(Error::PluginNotRegular { path, what }),
                 None => Ok(path),
             },
@@ -213,7 +211,7 @@ pub fn find_plugin(
     let existing: Vec<&PathBuf> = cands.iter().filter(|p| p.is_file()).collect();
     let matching = existing.iter().find(|p| {
         major.is_none()
-            || plugin_info(p)
+            || plugin_info_cached(p, getenv)
                 .ok()
                 .and_then(|i| i.llvm_major)
                 .is_some_and(|m| Some(m) == major)
@@ -245,22 +243,24 @@ pub fn find_plugin(
     )))
 }
 
-/// What the plugin says about itself.
+/// What the plugin says about itself, and its content hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginInfo {
     pub version: Option<String>,
     pub llvm_major: Option<u32>,
+    /// The first 16 hex digits of the file's SHA-256.
+    pub sha256: String,
 }
 
 /// Reads `.sqtt_plugin_info` (`sqtt-plugin;version=X.Y.Z;llvm_major=N`), or else the LLVM major
-/// of a `libLLVM-N.so` the plugin needs.
+/// of a `libLLVM-N.so` the plugin needs, and hashes the file.
 pub fn plugin_info(path: &Path) -> Result<PluginInfo, Error> {
     let read_err = |source| Error::PluginUnreadable {
         path: path.to_path_buf(),
         source,
     };
     // Read, never mapped: a plugin rewritten meanwhile gives an error, never SIGBUS.
-    let data = sqtt_codeobj::file::read_regular(path, 1 << 30, "the plugin").map_err(read_err)?;
+    let data = sqtt_files::input::read_regular(path, 1 << 30, "the plugin").map_err(read_err)?;
     let file = object::File::parse(&*data).map_err(|e| Error::PluginNotSharedObject {
         path: path.to_path_buf(),
         reason: e.to_string(),
@@ -268,6 +268,7 @@ pub fn plugin_info(path: &Path) -> Result<PluginInfo, Error> {
     let mut info = PluginInfo {
         version: None,
         llvm_major: None,
+        sha256: hex16(&Sha256::digest(&*data)),
     };
     if let Some(text) = file
         .section_by_name(".sqtt_plugin_info")
@@ -299,10 +300,59 @@ pub fn plugin_info(path: &Path) -> Result<PluginInfo, Error> {
     Ok(info)
 }
 
-/// First 16 hex digits of the SHA-256 of a file.
-pub fn content_hash(path: &Path) -> std::io::Result<String> {
-    let data = std::fs::read(path)?;
-    Ok(hex16(&Sha256::digest(&data)))
+/// [`plugin_info`], remembered in the cache directory by the file's identity: its path, device,
+/// inode, size, modification and change times. Writing or replacing the file changes its change
+/// time (which no tool sets back), so a rebuilt plugin is read again, and a compile reads a few
+/// bytes instead of the whole plugin.
+pub fn plugin_info_cached(
+    path: &Path,
+    getenv: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<PluginInfo, Error> {
+    use std::os::unix::fs::MetadataExt;
+    let real = canon(path);
+    let Ok(m) = std::fs::metadata(&real) else {
+        return plugin_info(path);
+    };
+    let key = format!(
+        "{}\n{} {} {} {}.{} {}.{}\n",
+        real.display(),
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec()
+    );
+    let file =
+        cache_dir(getenv)?.join(format!("plugin-{}", hex16(&Sha256::digest(key.as_bytes()))));
+    // Only a file of the user's own (the cache's trust rule) is believed.
+    let cached = own_file(&file, trust::current_uid())
+        .then(|| std::fs::read_to_string(&file).ok())
+        .flatten();
+    if let Some(text) = cached {
+        let field = |k: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(k))
+                .map(str::to_string)
+        };
+        if let Some(sha256) = field("sha256=").filter(|h| h.len() == 16) {
+            return Ok(PluginInfo {
+                version: field("version=").filter(|v| !v.is_empty()),
+                llvm_major: field("llvm_major=").and_then(|n| n.parse().ok()),
+                sha256,
+            });
+        }
+    }
+    let info = plugin_info(path)?;
+    let text = format!(
+        "version={}\nllvm_major={}\nsha256={}\n",
+        info.version.as_deref().unwrap_or(""),
+        info.llvm_major.map(|n| n.to_string()).unwrap_or_default(),
+        info.sha256
+    );
+    let _ = ensure_file(&file, text.as_bytes());
+    Ok(info)
 }
 
 fn hex16(d: &[u8]) -> String {
@@ -313,7 +363,7 @@ fn hex16(d: &[u8]) -> String {
 /// `$XDG_CACHE_HOME/sqtt-hipcc`, `~/.cache/sqtt-hipcc`, then one under the temporary directory.
 fn cache_candidates(getenv: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
     let mut cands = Vec::new();
-    if let Some(d) = getenv("SQTT_CACHE_DIR").filter(|v| !v.is_empty()) {
+    if let Some(d) = getenv(sqtt_config::var::CACHE_DIR).filter(|v| !v.is_empty()) {
         // Named explicitly: that directory only.
         return vec![PathBuf::from(d)];
     }
@@ -358,7 +408,7 @@ fn fit_cache_dir(dir: &Path, me: u32) -> Result<(), Unfit> {
     }
     let meta = std::fs::metadata(dir).map_err(|_| Unfit::Unusable)?;
     if !meta.is_dir() {
-        let what = sqtt_config::file::not_regular(&meta.file_type()).unwrap_or("a file");
+        let what = sqtt_files::input::not_regular(&meta.file_type()).unwrap_or("a file");
         return Err(Unfit::Untrusted(format!("it is {what}, not a directory")));
     }
     if meta.uid() != me {
@@ -394,7 +444,7 @@ fn warn_once(text: String) {
     static SAID: Mutex<Option<HashSet<String>>> = Mutex::new(None);
     let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
     if said.get_or_insert_with(HashSet::new).insert(text.clone()) {
-        eprintln!("sqtt-hipcc: warning: {text}");
+        sqtt_files::output::stderr_line(format_args!("sqtt-hipcc: warning: {text}"));
     }
 }
 
@@ -578,10 +628,15 @@ fn ensure_own_dir(dir: &Path, me: u32) -> std::io::Result<()> {
 }
 
 /// The directory holding this build's device headers (markers.hpp and
-/// amd_sqtt_marker/sqtt_marker.h): `<cache>/include-<sha256 prefix>/`, content addressed (so
-/// several versions of sqtt-hipcc never disagree). Every header is compared with the text this
-/// build carries and rewritten when it differs, so nothing else is ever included in its place.
+/// amd_sqtt_marker/sqtt_marker.h): the installed ones (`PREFIX/include/sqtt-hipcc/` beside
+/// `PREFIX/bin/sqtt-hipcc`) when they hold exactly this build's text, else
+/// `<cache>/include-<sha256 prefix>/`, content addressed (so several versions of sqtt-hipcc never
+/// disagree). Every header is compared with the text this build carries (and the cache's
+/// rewritten when it differs), so nothing else is ever included in its place.
 pub fn markers_include_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf, Error> {
+    if let Some(dir) = installed_include_dir() {
+        return Ok(dir);
+    }
     let mut hash = Sha256::new();
     for (rel, text) in sqtt_markers::HEADERS {
         hash.update(rel.as_bytes());
@@ -599,6 +654,30 @@ pub fn markers_include_dir(getenv: &dyn Fn(&str) -> Option<OsString>) -> Result<
         })?;
     }
     Ok(dir)
+}
+
+/// `PREFIX/include/sqtt-hipcc/` of the install this executable belongs to, when it holds exactly
+/// the headers this build carries (an older install's would not match its plugin).
+fn installed_include_dir() -> Option<PathBuf> {
+    let exe = canon(&std::env::current_exe().ok()?);
+    let dir = canon(&exe.parent()?.join("../include/sqtt-hipcc"));
+    sqtt_markers::HEADERS
+        .iter()
+        .all(|(rel, text)| std::fs::read(dir.join(rel)).is_ok_and(|d| d == text.as_bytes()))
+        .then_some(dir)
+}
+
+/// The compiler cache the `ccache` setting names: a bare name is looked up on PATH.
+pub fn find_cache(
+    configured: &Path,
+    getenv: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<PathBuf, Error> {
+    let found = if configured.components().count() == 1 {
+        search_path(configured.as_os_str(), getenv, &|_| true)
+    } else {
+        Some(configured.to_path_buf()).filter(|p| is_executable(p))
+    };
+    found.ok_or_else(|| Error::CacheNotFound(configured.to_path_buf()))
 }
 
 /// The LLVM major of the clang behind a hipcc, from `hipcc --version` ("clang version 15.0.6"),
@@ -648,7 +727,7 @@ pub fn hipcc_clang_major(
     let version = Invocation {
         program: hipcc.to_path_buf(),
         args: vec!["--version".into()],
-        set_env: vec![(DEPTH_VAR.into(), "1".into())],
+        set_env: vec![(sqtt_config::var::HIPCC_DEPTH.into(), "1".into())],
         remove_env: Vec::new(),
         cwd: None,
     };
@@ -807,7 +886,7 @@ mod tests {
             (asked.program.as_path(), &asked.args[..]),
             (hipcc.as_path(), &["--version".to_string()][..])
         );
-        assert_eq!(asked.env(DEPTH_VAR), Some("1"));
+        assert_eq!(asked.env(sqtt_config::var::HIPCC_DEPTH), Some("1"));
         // The second time from the cache: no process.
         let mut again = Recorder::printing("clang version 99.0.0");
         assert_eq!(hipcc_clang_major(&hipcc, &env, &mut again).unwrap(), 18);

@@ -11,6 +11,7 @@ mod docs;
 mod error;
 mod launch;
 mod locate;
+mod own;
 mod plan;
 mod wrap;
 
@@ -25,9 +26,13 @@ fn main() {
     match wrap::main(argv, &mut launch::System) {
         // The compiler's status is ours: its exit code, or the signal that killed it.
         Ok(status) => status.pass_on(),
+        // A reader that stopped early (`sqtt-hipcc --sqtt-help | head`): quietly, status 0.
+        Err(error::Error::Stdout(e)) if sqtt_files::output::is_broken_pipe(&e) => {
+            std::process::exit(0)
+        }
         Err(e) => {
             for line in e.to_string().lines() {
-                eprintln!("sqtt-hipcc: error: {line}");
+                sqtt_files::output::stderr_line(format_args!("sqtt-hipcc: error: {line}"));
             }
             std::process::exit(e.exit_code());
         }

@@ -11,7 +11,7 @@ use sqtt_config::{ConfigError, Origin, Settings};
 use crate::args::{Classified, PluginOptions, StepKind};
 use crate::error::{Error, NamedBy};
 use crate::launch::Invocation;
-use crate::locate::{Configured, DEPTH_VAR};
+use crate::locate::Configured;
 
 /// The things a plan needs from the machine, looked up only when the step needs them.
 pub trait Toolchain {
@@ -20,8 +20,49 @@ pub trait Toolchain {
     fn compiler(&mut self, configured: Option<&Configured>) -> Result<PathBuf, Error>;
     /// The pass plugin for `compiler`'s clang, checked to be built for its LLVM major.
     fn plugin(&mut self, compiler: &Path) -> Result<PathBuf, Error>;
+    /// The first 16 hex digits of the plugin's SHA-256.
+    fn plugin_hash(&mut self, plugin: &Path) -> Result<String, Error>;
     /// The directory holding markers.hpp.
     fn include_dir(&mut self) -> Result<PathBuf, Error>;
+    /// The compiler cache the `ccache` setting names (a name is looked up on PATH).
+    fn cache(&mut self, configured: &Path) -> Result<PathBuf, Error>;
+}
+
+/// `--sqtt-launch`'s command: a compiler cache first, if one is given (CMake puts an existing
+/// `<LANG>_COMPILER_LAUNCHER` after ours), then the compiler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launched {
+    pub cache: Option<String>,
+    pub compiler: String,
+}
+
+/// The compiler caches `--sqtt-launch` recognises before the compiler.
+const CACHES: &[&str] = &["ccache", "sccache"];
+
+/// Splits `--sqtt-launch`'s `CMD ARGS...` into the compiler cache (when CMD is one), the compiler
+/// and the compiler's arguments; None without a compiler.
+pub fn split_launched(cmd: &[String]) -> Option<(Launched, &[String])> {
+    let (first, rest) = cmd.split_first()?;
+    let is_cache = Path::new(first)
+        .file_name()
+        .is_some_and(|n| CACHES.contains(&n.to_string_lossy().as_ref()));
+    if is_cache {
+        let (compiler, args) = rest.split_first()?;
+        return Some((
+            Launched {
+                cache: Some(first.clone()),
+                compiler: compiler.clone(),
+            },
+            args,
+        ));
+    }
+    Some((
+        Launched {
+            cache: None,
+            compiler: first.clone(),
+        },
+        rest,
+    ))
 }
 
 /// The inputs of a plan.
@@ -84,16 +125,29 @@ pub struct Plan {
 
 /// Refuses to wrap when the wrapper runs below itself (the hipcc it found is sqtt-hipcc).
 pub fn check_not_nested(env: &dyn Fn(&str) -> Option<String>) -> Result<(), Error> {
-    match env(DEPTH_VAR) {
+    match env(sqtt_config::var::HIPCC_DEPTH) {
         Some(v) if !v.is_empty() => Err(Error::CallsItself),
         _ => Ok(()),
     }
 }
 
-/// Whether `SQTT_VERBOSE` asks for the trace (read raw: the settings may be invalid).
+/// Whether `SQTT_VERBOSE` asks for the trace, read by its settings row (the settings as a whole
+/// may be invalid, and the trace should still say why).
 pub fn verbose_var(env: &dyn Fn(&str) -> Option<String>) -> bool {
-    env(sqtt_config::var::VERBOSE)
-        .is_some_and(|v| !v.is_empty() && v != "0" && v != "false" && v != "off")
+    let row = &sqtt_config::setting::VERBOSE;
+    env(row.var).is_some_and(|v| {
+        let mut s = Settings::default();
+        (row.set)(&mut s, &v).is_some() && s.verbose
+    })
+}
+
+/// Who runs a compile or link step.
+#[derive(Clone, Copy)]
+enum Runner<'a> {
+    /// `sqtt-hipcc ARGS...`: the wrapper's hipcc, under the `ccache` setting's cache.
+    Wrapper,
+    /// `sqtt-hipcc --sqtt-launch [CACHE] COMPILER ARGS...`.
+    Launcher(&'a Launched),
 }
 
 impl Plan {
@@ -101,39 +155,36 @@ impl Plan {
     pub fn wrap(req: &Request, tools: &mut dyn Toolchain) -> Result<Plan, Error> {
         match req.step.kind {
             StepKind::Probe | StepKind::Preprocess | StepKind::Unknown => untouched(req, tools),
-            StepKind::Compile | StepKind::Link => build(req, tools),
+            StepKind::Compile | StepKind::Link => build(req, tools, Runner::Wrapper),
         }
     }
 
-    /// The plan for `sqtt-hipcc --sqtt-launch PROGRAM ARGS...` (`req.args`: ARGS).
-    pub fn launch(program: &str, req: &Request, tools: &mut dyn Toolchain) -> Result<Plan, Error> {
+    /// The plan for `sqtt-hipcc --sqtt-launch [CACHE] COMPILER ARGS...` (`req.args`: ARGS): a
+    /// compile or link as the wrapper's, with the compiler given; anything else runs as given.
+    /// The settings are exported too, for a plugin loaded by other flags.
+    pub fn launch(
+        launched: &Launched,
+        req: &Request,
+        tools: &mut dyn Toolchain,
+    ) -> Result<Plan, Error> {
         let settings = req.settings.as_ref().map_err(|e| e.clone())?;
-        let step = req.step;
-        let mut args = step_args(req).to_vec();
-        if settings.enabled && step.rdc && step.links() {
-            let compiler = tools.compiler(Some(&Configured {
-                path: PathBuf::from(program),
-                by: NamedBy::LaunchCommand,
-            }))?;
-            args.extend(rdc_link_flags(&tools.plugin(&compiler)?));
+        if matches!(req.step.kind, StepKind::Compile | StepKind::Link) {
+            return build(req, tools, Runner::Launcher(launched));
         }
-        let mut set_env = owned_env(settings.to_env());
-        set_env.push((
-            sqtt_config::var::ENABLED.into(),
-            if settings.enabled { "1" } else { "0" }.into(),
-        ));
-        let defer =
-            settings.enabled && step.rdc && step.kind == StepKind::Compile && !step.host_only;
         let mut command = Invocation {
-            program: PathBuf::from(program),
-            args,
-            set_env,
+            program: PathBuf::from(&launched.compiler),
+            args: step_args(req).to_vec(),
+            set_env: launch_env(settings),
             remove_env: Vec::new(),
             cwd: Some(req.cwd.to_path_buf()),
         };
-        defer_to_link(&mut command, defer);
+        if let Some(cache) = &launched.cache {
+            command.args.insert(0, launched.compiler.clone());
+            command.program = PathBuf::from(cache);
+        }
+        defer_to_link(&mut command, false);
         Ok(Plan {
-            kind: step.kind,
+            kind: req.step.kind,
             command,
             wait: false,
             verbose: false,
@@ -144,6 +195,17 @@ impl Plan {
             identity: None,
         })
     }
+}
+
+/// What `--sqtt-launch` exports: the settings, and the switch (for a plugin loaded by flags of
+/// the build's own, which reads them).
+fn launch_env(settings: &Settings) -> Vec<(String, String)> {
+    let mut env = owned_env(settings.to_env());
+    env.push((
+        sqtt_config::var::ENABLED.into(),
+        if settings.enabled { "1" } else { "0" }.into(),
+    ));
+    env
 }
 
 /// Probes, preprocessing and unknown steps: hipcc with the arguments as given; preprocessing
@@ -203,9 +265,11 @@ fn untouched(req: &Request, tools: &mut dyn Toolchain) -> Result<Plan, Error> {
     })
 }
 
-/// Compile and link steps: the plugin, its options, the include directory and the define;
-/// the settings exported; the outputs' funcmaps checked afterwards.
-fn build(req: &Request, tools: &mut dyn Toolchain) -> Result<Plan, Error> {
+/// Compile and link steps: the plugin, its options, the include directory and the define on
+/// the command line; the settings exported; the outputs' funcmaps checked afterwards (the
+/// wrapper's steps) and the dependency file extended. A compiler cache (the `ccache` setting, or
+/// the one `--sqtt-launch` was given) runs the compiler, and so sees all of it.
+fn build(req: &Request, tools: &mut dyn Toolchain, runner: Runner) -> Result<Plan, Error> {
     let settings = req.settings.as_ref().map_err(|e| e.clone())?;
     let notes = settings
         .warnings()
@@ -213,37 +277,84 @@ fn build(req: &Request, tools: &mut dyn Toolchain) -> Result<Plan, Error> {
         .map(|w| format!("sqtt-hipcc: warning: {w}"))
         .collect();
     let verbose = req.verbose || settings.verbose;
-    let hipcc = tools.compiler(configured_hipcc(settings, req).as_ref())?;
     let step = req.step;
+    let compiler = match runner {
+        Runner::Wrapper => tools.compiler(configured_hipcc(settings, req).as_ref())?,
+        Runner::Launcher(l) => PathBuf::from(&l.compiler),
+    };
+    // hipcc compiles every source as HIP; a launched plain clang only when told so (`-x hip`, a
+    // .hip or .cu source).
+    let hip = matches!(runner, Runner::Wrapper) || step.hip || is_hipcc(&compiler);
     // A host-only compile has no device code: the plugin flag would only draw "argument unused"
     // (an error under -Werror).
-    let instrument = settings.enabled && step.kind == StepKind::Compile && !step.host_only;
+    let instrument = settings.enabled && step.kind == StepKind::Compile && !step.host_only && hip;
     // -fgpu-rdc: compiles leave IDs and the funcmap to the device link, where the plugin runs
     // once over every translation unit (loaded into lld).
     let rdc_link = settings.enabled && step.rdc && step.links();
     let mut extra: Vec<String> = Vec::new();
     let mut plugin_used = None;
     if instrument || rdc_link {
-        let plugin = tools.plugin(&hipcc)?;
+        // The launched compiler is looked for (and checked) only when its plugin is needed.
+        let located = match runner {
+            Runner::Wrapper => compiler.clone(),
+            Runner::Launcher(l) => tools.compiler(Some(&Configured {
+                path: PathBuf::from(&l.compiler),
+                by: NamedBy::LaunchCommand,
+            }))?,
+        };
+        let plugin = tools.plugin(&located)?;
         if instrument {
+            let hash = tools.plugin_hash(&plugin)?;
             extra.push("-Xarch_device".into());
             extra.push(format!("-fpass-plugin={}", plugin.display()));
-            extra.extend(plugin_option_flags(&plugin, settings));
+            extra.extend(plugin_option_flags(&plugin, &hash, settings));
         }
         if rdc_link {
             extra.extend(rdc_link_flags(&plugin));
         }
         plugin_used = Some(plugin);
     }
-    if step.kind == StepKind::Compile {
+    if step.kind == StepKind::Compile && hip {
         extra.push(format!("-I{}", tools.include_dir()?.display()));
         if settings.enabled {
             extra.push("-DSQTT_ENABLED=1".into());
         }
     }
-    let mut command = hipcc_command(req, hipcc, extra);
-    if settings.enabled {
-        command.set_env.extend(owned_env(settings.to_env()));
+    let cache = match runner {
+        Runner::Launcher(Launched {
+            cache: Some(cache), ..
+        }) => Some(PathBuf::from(cache)),
+        // Only compiles are cached (ccache passes links through uncached).
+        _ => match &settings.ccache {
+            Some(c) if step.kind == StepKind::Compile => Some(tools.cache(c)?),
+            _ => None,
+        },
+    };
+    // The wrapper's arguments first, each whole, so that none can be taken as the value of a
+    // user option left without one (a trailing `-o`).
+    let mut args = extra;
+    args.extend(step_args(req).iter().cloned());
+    let mut command = Invocation {
+        program: compiler.clone(),
+        args,
+        set_env: Vec::new(),
+        remove_env: Vec::new(),
+        cwd: Some(req.cwd.to_path_buf()),
+    };
+    if let Some(cache) = cache {
+        command.args.insert(0, compiler.display().to_string());
+        command.program = cache;
+    }
+    match runner {
+        Runner::Wrapper => {
+            command
+                .set_env
+                .push((sqtt_config::var::HIPCC_DEPTH.into(), "1".into()));
+            if settings.enabled {
+                command.set_env.extend(owned_env(settings.to_env()));
+            }
+        }
+        Runner::Launcher(_) => command.set_env.extend(launch_env(settings)),
     }
     defer_to_link(&mut command, instrument && step.rdc);
 
@@ -256,10 +367,11 @@ fn build(req: &Request, tools: &mut dyn Toolchain) -> Result<Plan, Error> {
     if settings.enabled {
         trace.push(format!("sqtt-hipcc: settings {}", settings.fingerprint()));
     }
-    let outputs = if settings.enabled {
-        step.device_outputs(req.cwd)
-    } else {
-        Vec::new()
+    // The wrapper checks what it built; a launched build is checked by the build's own step
+    // (the CMake package's post-build check).
+    let outputs = match runner {
+        Runner::Wrapper if settings.enabled => step.device_outputs(req.cwd),
+        _ => Vec::new(),
     };
     // Only code compiled in this step must carry a funcmap: objects linked in with it may come
     // from builds without the plugin (their funcmaps, when present, are checked).
@@ -287,6 +399,13 @@ fn build(req: &Request, tools: &mut dyn Toolchain) -> Result<Plan, Error> {
         dep_file,
         identity: None,
     })
+}
+
+/// Whether a compiler is a hipcc (which compiles every source as HIP): by its file name.
+fn is_hipcc(compiler: &Path) -> bool {
+    compiler
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().contains("hipcc"))
 }
 
 /// The arguments a step hands on: on compile and link steps, which load the plugin, without the
@@ -318,7 +437,7 @@ fn hipcc_command(req: &Request, hipcc: PathBuf, extra: Vec<String>) -> Invocatio
     Invocation {
         program: hipcc,
         args,
-        set_env: vec![(DEPTH_VAR.into(), "1".into())],
+        set_env: vec![(sqtt_config::var::HIPCC_DEPTH.into(), "1".into())],
         remove_env: Vec::new(),
         cwd: Some(req.cwd.to_path_buf()),
     }
@@ -346,15 +465,20 @@ fn show(command: &Invocation) -> String {
 }
 
 /// The flags that put the settings on the compile's command line, so that it alone says what is
-/// built (build tools and caches see it): every setting as a plugin option,
+/// built (build tools and caches see it): the plugin's content hash (a plugin argument clang
+/// passes to no one: a compiler cache hashes it, so a rebuilt plugin misses), every setting as a
+/// plugin option,
 /// `-Xclang -mllvm -Xclang -sqtt-marker-<setting>=VALUE`, for every cc1 (host and device) and
 /// never for lld (a plain `-mllvm` reaches the device lld, which has no plugin loaded). cc1
 /// parses `-mllvm` before it loads `-fpass-plugin` libraries up to LLVM 21, so the plugin is
 /// also loaded as a clang plugin (`-fplugin=`, loaded first), which registers its options in
 /// the host cc1 too. The `SQTT_*` environment stays exported as well (the `-fgpu-rdc` device
 /// link reads it).
-fn plugin_option_flags(plugin: &Path, settings: &Settings) -> Vec<String> {
-    let mut flags = vec![format!("-fplugin={}", plugin.display())];
+fn plugin_option_flags(plugin: &Path, hash: &str, settings: &Settings) -> Vec<String> {
+    let mut flags = vec![
+        format!("-fplugin={}", plugin.display()),
+        format!("-fplugin-arg-sqtt-sha256={hash}"),
+    ];
     for option in settings.to_plugin_options() {
         flags.extend(["-Xclang".into(), "-mllvm".into(), "-Xclang".into(), option]);
     }

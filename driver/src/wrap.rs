@@ -2,7 +2,6 @@
 //! carry the plan out: run hipcc through a [`Launcher`], check its outputs.
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use sqtt_codeobj::FuncmapState;
@@ -12,106 +11,8 @@ use crate::args::{classify, expand_response_files, take_plugin_options, PluginOp
 use crate::error::{Error, NamedBy};
 use crate::launch::{Launcher, Status};
 use crate::locate::{self, Configured};
+use crate::own::{split_own, FlagsFormat, FlagsRequest, OwnOptions};
 use crate::plan::{self, DepFileInputs, OutputCheck, Plan, Request, Toolchain};
-
-/// The wrapper's own options (`--sqtt-*`), removed before hipcc sees the arguments.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct OwnOptions {
-    pub config: Option<PathBuf>,
-    pub verbose: bool,
-    pub help: bool,
-    /// `--sqtt-include-dir`: print the directory of markers.hpp (for `-E` by hand, IDEs).
-    pub include_dir: bool,
-    /// `--sqtt-toolchain`: print the hipcc, its clang major, the LLVM directory and the plugin
-    /// the wrapper would use (what install.sh builds for).
-    pub toolchain: bool,
-    /// `--sqtt-flags[=CLANG]`: print the flags that instrument a plain `clang++ -x hip`.
-    pub flags: Option<Option<PathBuf>>,
-    /// `--sqtt-launch CMD...`: run CMD with the resolved settings exported (a compiler launcher
-    /// for the CMake HIP-language route).
-    pub launch: bool,
-    /// `--sqtt-completions=SHELL`.
-    pub completions: Option<String>,
-    /// `--sqtt-man[=check]`.
-    pub man: Option<Option<String>>,
-}
-
-pub const OWN_OPTIONS_HELP: &str = "\
-sqtt-hipcc: a drop-in hipcc that builds with SQTT instrumentation
-
-usage: sqtt-hipcc [--sqtt-config=PATH] [--sqtt-verbose] HIPCC-ARGUMENTS...
-       sqtt-hipcc --check [--demangle] [--json] [--quiet] [--skip-non-amdgpu] [--require KIND:GLOB]...
-                          [--arch GFX] FILE...
-
-Own options (never passed to hipcc):
-  --sqtt-config=PATH   use this sqtt.toml (default: SQTT_CONFIG, else sqtt.toml found from the
-                       working directory upward)
-  --sqtt-verbose       print what the wrapper does on stderr (also SQTT_VERBOSE=1)
-  --sqtt-include-dir   print the directory of markers.hpp and exit
-  --sqtt-toolchain     print the hipcc found, its clang's LLVM major, that LLVM's directory and
-                       the plugin chosen for it (key=value lines), and exit
-  --sqtt-flags[=CLANG] print the flags that instrument a plain `CLANG -x hip` compile (plugin
-                       for that clang's LLVM major, default hipcc's; include dir; -DSQTT_ENABLED=1)
-  --sqtt-launch CMD... run CMD with the resolved settings exported as SQTT_* (a compiler and
-                       linker launcher for the flags above, -fgpu-rdc handled as the wrapper
-                       does; the CMake package sqtt_instrument() sets both)
-  --sqtt-completions=SHELL  print a completion script (bash, zsh, fish, elvish, powershell)
-  --sqtt-man[=check]   print the man page sqtt-hipcc(1) (or sqtt-hipcc-check(1))
-  --sqtt-help          this text
-
-Settings: sqtt.toml, then SQTT_* variables over it (see docs/driver.md; installed under
-PREFIX/share/doc/sqtt-hipcc/ by install.sh --prefix).
-";
-
-/// Splits `--sqtt-*` options off the arguments.
-pub fn split_own(argv: &[String]) -> Result<(OwnOptions, Vec<String>), Error> {
-    let mut own = OwnOptions::default();
-    let mut rest = Vec::with_capacity(argv.len());
-    let mut i = 0;
-    while i < argv.len() {
-        let a = &argv[i];
-        i += 1;
-        let Some(opt) = a.strip_prefix("--sqtt-") else {
-            rest.push(a.clone());
-            continue;
-        };
-        let (name, value) = match opt.split_once('=') {
-            Some((n, v)) => (n, Some(v.to_string())),
-            None => (opt, None),
-        };
-        match name {
-            "config" => {
-                let v = match value {
-                    Some(v) => v,
-                    None => {
-                        i += 1;
-                        argv.get(i - 1).cloned().ok_or(Error::ConfigNeedsPath)?
-                    }
-                };
-                if v.is_empty() {
-                    return Err(Error::ConfigNeedsPath);
-                }
-                own.config = Some(PathBuf::from(v));
-            }
-            "verbose" if value.is_none() => own.verbose = true,
-            "help" if value.is_none() => own.help = true,
-            "include-dir" if value.is_none() => own.include_dir = true,
-            "toolchain" if value.is_none() => own.toolchain = true,
-            "completions" if value.as_deref().is_some_and(|v| !v.is_empty()) => {
-                own.completions = value
-            }
-            "man" => own.man = Some(value),
-            "flags" => own.flags = Some(value.filter(|v| !v.is_empty()).map(PathBuf::from)),
-            "launch" if value.is_none() => {
-                own.launch = true;
-                rest.extend(argv[i..].iter().cloned());
-                break;
-            }
-            _ => return Err(Error::UnknownOwnOption(a.clone())),
-        }
-    }
-    Ok((own, rest))
-}
 
 fn getenv(k: &str) -> Option<OsString> {
     std::env::var_os(k)
@@ -130,7 +31,7 @@ fn working_directory() -> Result<PathBuf, Error> {
 fn configuration(own: &OwnOptions, cwd: &Path) -> Located {
     let located = sqtt_config::locate_config(own.config.as_deref(), cwd, &env_string);
     for ignored in &located.ignored {
-        eprintln!("sqtt-hipcc: warning: {ignored}");
+        sqtt_files::output::stderr_line(format_args!("sqtt-hipcc: warning: {ignored}"));
     }
     located
 }
@@ -158,17 +59,24 @@ fn configured_hipcc(settings: &Settings, located: &Located) -> Option<Configured
 pub fn main(argv: Vec<String>, launcher: &mut dyn Launcher) -> Result<Status, Error> {
     let (own, args) = split_own(&argv)?;
     if own.help {
-        print!("{OWN_OPTIONS_HELP}");
+        print(&crate::own::help())?;
+    } else if own.version {
+        print(&format!("{}\n", env!("CARGO_PKG_VERSION")))?;
     } else if own.include_dir {
-        println!("{}", locate::markers_include_dir(&getenv)?.display());
+        print(&format!(
+            "{}\n",
+            locate::markers_include_dir(&getenv)?.display()
+        ))?;
     } else if own.toolchain {
         print_toolchain(&own, launcher)?;
     } else if let Some(shell) = &own.completions {
         crate::docs::completions(shell)?;
     } else if let Some(page) = &own.man {
         crate::docs::man(page.as_deref())?;
-    } else if let Some(clang) = &own.flags {
-        print_flags(&own, clang.as_deref(), launcher)?;
+    } else if let Some(request) = &own.flags {
+        print_flags(&own, request, launcher)?;
+    } else if let Some(file) = &own.stamp {
+        write_stamp(&own, file, &args, launcher)?;
     } else if own.launch {
         return launch(&own, &args, launcher);
     } else {
@@ -201,7 +109,7 @@ pub fn main(argv: Vec<String>, launcher: &mut dyn Launcher) -> Result<Status, Er
 pub fn execute(plan: &Plan, launcher: &mut dyn Launcher) -> Result<Status, Error> {
     init_trace(plan.verbose);
     for note in &plan.notes {
-        eprintln!("{note}");
+        sqtt_files::output::stderr_line(note);
     }
     if plan.verbose {
         for line in &plan.trace {
@@ -228,7 +136,7 @@ pub fn execute(plan: &Plan, launcher: &mut dyn Launcher) -> Result<Status, Error
         add_dep_file_inputs(dep)?;
     }
     if let Some(settings_line) = &plan.identity {
-        print_plugin_identity(&plan.command.program, settings_line, launcher);
+        print_plugin_identity(&plan.command.program, settings_line, launcher)?;
     }
     Ok(status)
 }
@@ -258,8 +166,16 @@ impl Toolchain for Host<'_> {
         Ok(plugin)
     }
 
+    fn plugin_hash(&mut self, plugin: &Path) -> Result<String, Error> {
+        Ok(locate::plugin_info_cached(plugin, &getenv)?.sha256)
+    }
+
     fn include_dir(&mut self) -> Result<PathBuf, Error> {
         locate::markers_include_dir(&getenv)
+    }
+
+    fn cache(&mut self, configured: &Path) -> Result<PathBuf, Error> {
+        locate::find_cache(configured, &getenv)
     }
 }
 
@@ -283,7 +199,7 @@ fn check_llvm_major(
     compiler: &Path,
     launcher: &mut dyn Launcher,
 ) -> Result<(), Error> {
-    let info = locate::plugin_info(plugin)?;
+    let info = locate::plugin_info_cached(plugin, &getenv)?;
     let Some(plugin_major) = info.llvm_major else {
         return Err(Error::PluginLlvmUnknown(plugin.to_path_buf()));
     };
@@ -304,21 +220,21 @@ fn check_llvm_major(
     Ok(())
 }
 
-/// `--sqtt-flags[=CLANG]`: one shell-quoted line with the flags that instrument a plain
-/// `clang++ -x hip` compile: the plugin built for CLANG's major (default: hipcc's clang), the
-/// markers include directory and `-DSQTT_ENABLED=1`. The settings are not among them: these
-/// flags are fixed when a build is configured, while sqtt.toml may change after; the plugin
-/// reads them from `--sqtt-launch`'s environment (the CMake package sets it as the compiler
-/// launcher) or from sqtt.toml itself.
+/// `--sqtt-flags[=[FORMAT:]CLANG]`: the flags that instrument a plain `clang++ -x hip` compile:
+/// the plugin built for CLANG's major (default: hipcc's clang), the markers include directory
+/// and `-DSQTT_ENABLED=1`, as one line of shell words or a CMake list. The settings are not
+/// among them: these flags are fixed when a build is configured, while sqtt.toml may change
+/// after; the plugin reads them from sqtt.toml itself, or from the command line `--sqtt-launch`
+/// gives it.
 fn print_flags(
     own: &OwnOptions,
-    clang: Option<&Path>,
+    request: &FlagsRequest,
     launcher: &mut dyn Launcher,
 ) -> Result<(), Error> {
     let cwd = working_directory()?;
     let located = configuration(own, &cwd);
     let settings = load_settings(&located, &PluginOptions::default())?;
-    let compiler = match clang {
+    let compiler = match &request.clang {
         // A bare name is looked up on PATH, as for `hipcc` in sqtt.toml.
         Some(c) => Some(Configured {
             path: c.to_path_buf(),
@@ -331,7 +247,7 @@ fn print_flags(
     let mut flags = Vec::new();
     if settings.enabled {
         let plugin = locate::find_plugin(&getenv, Some(major))?;
-        let info = locate::plugin_info(&plugin)?;
+        let info = locate::plugin_info_cached(&plugin, &getenv)?;
         if info.llvm_major != Some(major) {
             return Err(Error::PluginNotForLlvm { plugin, major });
         }
@@ -345,16 +261,108 @@ fn print_flags(
     if settings.enabled {
         flags.push("-DSQTT_ENABLED=1".into());
     }
-    println!("{}", shell_words::join(flags));
-    Ok(())
+    let line = match request.format {
+        FlagsFormat::Shell => flags
+            .iter()
+            .map(|f| shell_word(f))
+            .collect::<Vec<_>>()
+            .join(" "),
+        FlagsFormat::Cmake => flags
+            .iter()
+            .map(|f| f.replace(';', "\\;"))
+            .collect::<Vec<_>>()
+            .join(";"),
+    };
+    print(&format!("{line}\n"))
 }
 
-/// `--sqtt-launch CMD...`: runs CMD with the settings the wrapper would export (sqtt.toml found
-/// from the working directory, `SQTT_*` over it), so a plugin loaded by `--sqtt-flags` reads
-/// exactly what the wrapper would give it. CMD is classified with the wrapper's table, so
-/// `-fgpu-rdc` is handled as the wrapper handles it ([`Plan::launch`]).
+/// Prints the text of an own option on stdout; a write error (a full disk) is
+/// [`Error::Stdout`], a closed pipe too (`main` ends quietly on that).
+pub fn print(text: &str) -> Result<(), Error> {
+    sqtt_files::output::print(text).map_err(Error::Stdout)
+}
+
+/// A word as a POSIX shell reads it back: as it is when nothing in it is special to a shell (so
+/// `-fpass-plugin=/p/x.so` stays unquoted for `$(...)` and CMAKE_HIP_FLAGS), else quoted.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_=+:,./@%".contains(&b));
+    if plain {
+        word.to_string()
+    } else {
+        shell_words::quote(word).into_owned()
+    }
+}
+
+/// `--sqtt-stamp=FILE [COMPILER]`: what a compile here would get, written to FILE only when it
+/// differs from what FILE holds. A build step that runs on every build (the CMake package's)
+/// thus moves FILE's time, and rebuilds the objects that depend on it, only when something
+/// changed: the settings (from the sqtt.toml found here and the SQTT_* variables), which
+/// sqtt.toml, the compiler (COMPILER, as `--sqtt-launch` gets it, else the wrapper's hipcc), the
+/// plugin for its LLVM and the plugin's content.
+fn write_stamp(
+    own: &OwnOptions,
+    file: &Path,
+    args: &[String],
+    launcher: &mut dyn Launcher,
+) -> Result<(), Error> {
+    if args.len() > 1 {
+        return Err(Error::StampArguments(args.to_vec()));
+    }
+    let cwd = working_directory()?;
+    let located = configuration(own, &cwd);
+    let settings = load_settings(&located, &PluginOptions::default())?;
+    let compiler = match args.first() {
+        Some(c) => Some(Configured {
+            path: PathBuf::from(c),
+            by: NamedBy::LaunchCommand,
+        }),
+        None => configured_hipcc(&settings, &located),
+    };
+    let compiler = locate::find_hipcc(compiler.as_ref(), &getenv)?;
+    let config = located
+        .path()
+        .map(|c| std::fs::canonicalize(c).unwrap_or_else(|_| cwd.join(c)))
+        .map_or("none".into(), |c| c.display().to_string());
+    let mut text = format!(
+        "sqtt-hipcc {}\nconfig {config}\nenabled {}\nsettings {}\ncompiler {}\n",
+        env!("CARGO_PKG_VERSION"),
+        u8::from(settings.enabled),
+        settings.fingerprint(),
+        compiler.display()
+    );
+    if settings.enabled {
+        let mut host = Host { launcher };
+        let plugin = host.plugin(&compiler)?;
+        let hash = host.plugin_hash(&plugin)?;
+        text.push_str(&format!("plugin {} sha256:{hash}\n", plugin.display()));
+    }
+    if std::fs::read(file).is_ok_and(|old| old == text.as_bytes()) {
+        return Ok(());
+    }
+    let write = || -> std::io::Result<()> {
+        let mut tmp = file.as_os_str().to_owned();
+        tmp.push(format!(".tmp{}", std::process::id()));
+        let tmp = PathBuf::from(tmp);
+        std::fs::write(&tmp, &text)?;
+        std::fs::rename(&tmp, file).inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+    };
+    write().map_err(|source| Error::Stamp {
+        path: file.to_path_buf(),
+        source,
+    })
+}
+
+/// `--sqtt-launch [CACHE] COMPILER ARGS...`: runs COMPILER (under CACHE) with what the wrapper
+/// would add to the step (sqtt.toml found from the working directory, `SQTT_*` over it); the
+/// arguments are classified with the wrapper's table, so `-fgpu-rdc` is handled as the wrapper
+/// handles it ([`Plan::launch`]).
 fn launch(own: &OwnOptions, cmd: &[String], launcher: &mut dyn Launcher) -> Result<Status, Error> {
-    let Some((program, rest)) = cmd.split_first() else {
+    let Some((launched, rest)) = plan::split_launched(cmd) else {
         return Err(Error::LaunchNeedsCommand);
     };
     let cwd = working_directory()?;
@@ -368,12 +376,12 @@ fn launch(own: &OwnOptions, cmd: &[String], launcher: &mut dyn Launcher) -> Resu
         plugin_options: &taken,
         step: &step,
         settings: &settings,
-        verbose: false,
+        verbose: own.verbose || plan::verbose_var(&env_string),
         cwd: &cwd,
         config_file: located.path(),
         env: &env_string,
     };
-    let plan = Plan::launch(program, &req, &mut Host { launcher })?;
+    let plan = Plan::launch(&launched, &req, &mut Host { launcher })?;
     execute(&plan, launcher)
 }
 
@@ -392,14 +400,14 @@ fn print_toolchain(own: &OwnOptions, launcher: &mut dyn Launcher) -> Result<(), 
             .and_then(|i| i.llvm_major)
             .is_some_and(|m| m == major)
     });
-    let mut out = std::io::stdout().lock();
     let show_path = |p: Option<&Path>| p.map_or(String::new(), |p| p.display().to_string());
-    let _ = writeln!(out, "hipcc={}", hipcc.display());
-    let _ = writeln!(out, "llvm_major={major}");
-    let _ = writeln!(out, "llvm_dir={}", show_path(llvm_dir.as_deref()));
-    let _ = writeln!(out, "plugin_feature={}", locate::plugin_feature(major));
-    let _ = writeln!(out, "plugin={}", show_path(plugin.as_deref()));
-    Ok(())
+    print(&format!(
+        "hipcc={}\nllvm_major={major}\nllvm_dir={}\nplugin_feature={}\nplugin={}\n",
+        hipcc.display(),
+        show_path(llvm_dir.as_deref()),
+        locate::plugin_feature(major),
+        show_path(plugin.as_deref())
+    ))
 }
 
 /// Adds the sqtt.toml in effect and the plugin to the first rule of the dependency file, so
@@ -510,14 +518,19 @@ fn outputs_written(
 }
 
 /// `--version`'s two lines after hipcc's: the plugin (path and content hash) and the settings.
-fn print_plugin_identity(hipcc: &Path, settings_line: &str, launcher: &mut dyn Launcher) {
+fn print_plugin_identity(
+    hipcc: &Path,
+    settings_line: &str,
+    launcher: &mut dyn Launcher,
+) -> Result<(), Error> {
     let major = locate::hipcc_clang_major(hipcc, &getenv, launcher).ok();
     let line = match locate::find_plugin(&getenv, major) {
-        Ok(p) => match locate::content_hash(&p) {
-            Ok(h) => format!(
-                "sqtt-hipcc {}: plugin {} sha256:{h}",
+        Ok(p) => match locate::plugin_info_cached(&p, &getenv) {
+            Ok(info) => format!(
+                "sqtt-hipcc {}: plugin {} sha256:{}",
                 env!("CARGO_PKG_VERSION"),
-                p.display()
+                p.display(),
+                info.sha256
             ),
             Err(e) => format!(
                 "sqtt-hipcc {}: plugin {} unreadable: {e}",
@@ -527,10 +540,7 @@ fn print_plugin_identity(hipcc: &Path, settings_line: &str, launcher: &mut dyn L
         },
         Err(_) => format!("sqtt-hipcc {}: plugin not found", env!("CARGO_PKG_VERSION")),
     };
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = writeln!(out, "{settings_line}");
-    let _ = out.flush();
+    print(&format!("{line}\n{settings_line}\n"))
 }
 
 /// Checks the funcmaps of the device code a successful step wrote; a rejected output is moved
@@ -621,30 +631,6 @@ mod tests {
         shell_words::split(s).unwrap()
     }
 
-    #[test]
-    fn own_options() {
-        let (o, rest) = split_own(&v("--sqtt-config=a.toml -c k.hip --sqtt-verbose")).unwrap();
-        assert_eq!(o.config, Some(PathBuf::from("a.toml")));
-        assert!(o.verbose);
-        assert_eq!(rest, v("-c k.hip"));
-        let (o, rest) = split_own(&v("--sqtt-config b.toml -c")).unwrap();
-        assert_eq!(o.config, Some(PathBuf::from("b.toml")));
-        assert_eq!(rest, v("-c"));
-        for bad in [
-            "--sqtt-foo",
-            "--sqtt-config",
-            "--sqtt-config=",
-            "--sqtt-verbose=1",
-        ] {
-            let e = split_own(&v(bad)).unwrap_err();
-            assert_eq!(e.exit_code(), 2, "{bad}");
-        }
-        assert!(split_own(&v("--sqtt-foo"))
-            .unwrap_err()
-            .to_string()
-            .contains("--sqtt-foo"));
-    }
-
     /// A plan for `argv` in `dir`, with hipcc at `dir/hipcc` and a plugin file in `dir`.
     fn plan_in(dir: &Path, argv: &str) -> Plan {
         struct InDir<'a>(&'a Path);
@@ -657,8 +643,14 @@ mod tests {
                 std::fs::write(&p, b"plugin").unwrap();
                 Ok(p)
             }
+            fn plugin_hash(&mut self, _: &Path) -> Result<String, Error> {
+                Ok("0123456789abcdef".into())
+            }
             fn include_dir(&mut self) -> Result<PathBuf, Error> {
                 Ok(self.0.join("include"))
+            }
+            fn cache(&mut self, configured: &Path) -> Result<PathBuf, Error> {
+                Ok(configured.to_path_buf())
             }
         }
         let args = v(argv);

@@ -4,14 +4,20 @@
 //! add a gfx target").
 //!
 //! Facts that follow from the generation (wave size, `s_ttracedata_imm`, HW_ID layout, the M0
-//! hazard nop, the LDS wait) are methods of [`Generation`]; facts of one target (its ELF
-//! machine number, its GC IP version, how it reads the shader clock) are columns of its row.
+//! hazard nop, the LDS wait, the SGPR limit and the CU's shape) are methods of [`Generation`];
+//! facts of one target (its ELF machine number, its GC IP version, how it reads the shader clock,
+//! the register file, wave slots and LDS occupancy is computed from) are columns of its row.
 
 use std::fmt;
 use std::str::FromStr;
 
+mod resources;
 mod table;
 
+pub use resources::{
+    AgprFile, Resources, CDNA1, CDNA2, CDNA4, GCN5, MAX_WORKGROUP_SIZE, RDNA1, RDNA2, RDNA3_LARGE,
+    UNIFIED_AGPR_ALIGNMENT,
+};
 pub use table::TARGETS;
 
 /// A GPU generation: the gfx major number. The ISA and the thread-trace stream both change
@@ -228,6 +234,15 @@ impl GcVersion {
     pub fn generation(self) -> Option<Generation> {
         Generation::of_major(self.major)
     }
+
+    /// The row of [`TARGETS`] for this GC: the first whose GC has the same major and minor
+    /// (steppings of one GC share its thread-trace registers); None when no row names such a
+    /// GC. What knows a GC by its version asks here (thread-trace's register families).
+    pub fn target(self) -> Option<&'static Target> {
+        TARGETS.iter().find(|t| {
+            t.gc.is_some_and(|gc| (gc.major, gc.minor) == (self.major, self.minor))
+        })
+    }
 }
 
 impl fmt::Display for GcVersion {
@@ -262,6 +277,9 @@ pub struct Target {
     pub gc: Option<GcVersion>,
     /// How marker headers on it carry a packed shader clock.
     pub clock: ShaderClock,
+    /// Its compute unit's registers, wave slots and LDS, where known (gfx9 and later; not the
+    /// targets whose figures no LLVM here could confirm).
+    pub resources: Option<Resources>,
 }
 
 /// The features a target id or processor string names after the processor
@@ -281,6 +299,7 @@ impl Target {
             mach: None,
             gc: None,
             clock: ShaderClock::None,
+            resources: None,
         }
     }
 
@@ -303,6 +322,14 @@ impl Target {
     /// The row with its shader-clock read.
     pub const fn clock(self, clock: ShaderClock) -> Target {
         Target { clock, ..self }
+    }
+
+    /// The row with its compute unit's figures.
+    pub const fn res(self, resources: Resources) -> Target {
+        Target {
+            resources: Some(resources),
+            ..self
+        }
     }
 
     /// The row of processor `name` (case-insensitive), without feature suffixes.
@@ -515,6 +542,22 @@ mod tests {
         assert!("a.b.c".parse::<GcVersion>().is_err());
         assert_eq!(row("gfx1101").gc, Some(GcVersion::new(11, 0, 3)));
         assert_eq!(GcVersion::new(10, 3, 0).to_string(), "10.3.0");
+        // A GC's row, for any of its steppings; none for a GC no row names.
+        assert_eq!(GcVersion::new(11, 0, 3).target().unwrap().name, "gfx1100");
+        assert_eq!(GcVersion::new(11, 0, 1).target().unwrap().name, "gfx1100");
+        assert_eq!(GcVersion::new(12, 0, 1).target().unwrap().name, "gfx1200");
+        assert_eq!(GcVersion::new(9, 5, 0).target().unwrap().name, "gfx950");
+        for gc in [(10, 3, 0), (9, 0, 1), (11, 7, 0), (13, 0, 0)] {
+            assert!(
+                GcVersion::new(gc.0, gc.1, gc.2).target().is_none(),
+                "{gc:?}"
+            );
+        }
+        for t in TARGETS {
+            if let Some(gc) = t.gc {
+                assert_eq!(gc.target().unwrap().generation, t.generation, "{}", t.name);
+            }
+        }
     }
 
     #[test]

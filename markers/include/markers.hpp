@@ -3,7 +3,8 @@
 // Named markers (need the sqtt pass plugin, which sqtt-hipcc loads):
 //   sqtt_marker_enter("name");  sqtt_marker_exit("name");
 //   sqtt_marker_point("name");  sqtt_marker_data("name", uint32_t value);
-// Numeric markers (work without the plugin):
+// Numeric markers (work without the plugin; with it they get the same boundary, scope check and
+// immediate form as named markers):
 //   sqtt_marker_enter(uint32_t id);  sqtt_marker_exit(uint32_t id);  sqtt_marker_point(uint32_t id);
 //
 // Every call compiles to nothing unless SQTT_ENABLED is defined to a nonzero value
@@ -17,6 +18,8 @@
 
 #include <stdint.h>
 
+#include "sqtt_m0_record.h"
+
 #define SQTT_MARKER_FLAG_EXIT_PREV 1u
 #define SQTT_MARKER_FLAG_ENTER 2u
 
@@ -29,19 +32,6 @@ __attribute__((device)) void __sqtt_named_marker_enter(const char *name);
 __attribute__((device)) void __sqtt_named_marker_exit(const char *name);
 __attribute__((device)) void __sqtt_named_marker_point(const char *name);
 __attribute__((device)) void __sqtt_named_marker_data(const char *name, uint32_t data);
-}
-
-// Writes one 32-bit value into the trace through M0. The compiler materialises the value in M0
-// ("{m0}" input); s_nop 0 covers the gfx9 hazard between an SALU write of M0 and s_ttracedata,
-// which the compiler cannot see through inline asm.
-static inline __attribute__((device, always_inline)) void __sqtt_ttracedata(uint32_t value) {
-#if defined(__HIP_DEVICE_COMPILE__)
-  __builtin_amdgcn_sched_barrier(0);
-  asm volatile("s_nop 0\n\ts_ttracedata" : : "{m0}"(value));
-  __builtin_amdgcn_sched_barrier(0);
-#else
-  (void)value;
-#endif
 }
 
 static inline __attribute__((device, always_inline)) void sqtt_marker_enter(const char *name) {
@@ -59,15 +49,15 @@ static inline __attribute__((device, always_inline)) void sqtt_marker_data(const
 }
 
 static inline __attribute__((device, always_inline)) void sqtt_marker_enter(uint32_t id) {
-  __sqtt_ttracedata((id << 2) | SQTT_MARKER_FLAG_ENTER);
+  __sqtt_m0_record((id << 2) | SQTT_MARKER_FLAG_ENTER);
 }
 // The ID is kept for symmetry with enter; an exit always pops the top scope.
 static inline __attribute__((device, always_inline)) void sqtt_marker_exit(uint32_t id) {
   (void)id;
-  __sqtt_ttracedata(SQTT_MARKER_FLAG_EXIT_PREV);
+  __sqtt_m0_record(SQTT_MARKER_FLAG_EXIT_PREV);
 }
 static inline __attribute__((device, always_inline)) void sqtt_marker_point(uint32_t id) {
-  __sqtt_ttracedata(id << 2);
+  __sqtt_m0_record(id << 2);
 }
 
 #else // SQTT_ENABLED off: every marker is an empty inline function.

@@ -18,11 +18,25 @@ pub const SOURCE_INCLUDE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/inclu
 /// The text of `amd_sqtt_marker/sqtt_marker.h`, the API of AMD's own header (C and HIP).
 pub const AMD_SQTT_MARKER_H: &str = include_str!("../include/amd_sqtt_marker/sqtt_marker.h");
 
+/// The text of `sqtt_m0_record.h`, the M0 record both headers' numeric markers write.
+pub const SQTT_M0_RECORD_H: &str = include_str!("../include/sqtt_m0_record.h");
+
 /// Every device header, by its path under the include directory.
 pub const HEADERS: &[(&str, &str)] = &[
     ("markers.hpp", MARKERS_HPP),
     ("amd_sqtt_marker/sqtt_marker.h", AMD_SQTT_MARKER_H),
+    ("sqtt_m0_record.h", SQTT_M0_RECORD_H),
 ];
+
+/// The asm text (as LLVM IR holds it) of the record `sqtt_m0_record.h` writes for a numeric
+/// marker, and AMD's header for its ID markers: `s_mov_b32 m0, $1` / `s_nop $2` / `s_ttracedata`,
+/// operand 1 the value (an immediate, or an SGPR), operand 2 the nop count, M0 the output. The
+/// plugin knows a header's record by this text.
+pub const HEADER_RECORD_ASM: &str = "s_mov_b32 m0, $1\ns_nop $2\ns_ttracedata";
+
+/// The record of markers.hpp before the one above (M0 an input the compiler wrote outside the
+/// asm): bitcode built with it is still recognised.
+pub const LEGACY_HEADER_RECORD_ASM: &str = "s_nop 0\n\ts_ttracedata";
 
 /// Names of the named-marker sentinels that the plugin resolves: the `__sqtt_named_marker_*`
 /// of markers.hpp (and of AMD's header), and the `extern "C"` `sqtt_marker_*` of AMD's newer

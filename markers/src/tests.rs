@@ -409,3 +409,27 @@ fn typed_entries_round_trip_through_the_one_writer() {
     assert!(ClockLayout::new(1, u32::MAX).is_none());
     assert!(!MarkerEncoding::packed(1, u32::MAX).is_valid());
 }
+
+/// The record text the plugin looks for is the one sqtt_m0_record.h writes (its `%N` operands are
+/// LLVM's `$N`), and both headers write their numeric markers through it.
+#[test]
+fn the_header_record_text_is_the_shared_headers() {
+    let c_text = crate::HEADER_RECORD_ASM
+        .replace('$', "%")
+        .replace('\n', "\\n");
+    assert!(
+        crate::SQTT_M0_RECORD_H.contains(&format!("\"{c_text}\"")),
+        "sqtt_m0_record.h does not write {c_text:?}"
+    );
+    assert!(crate::MARKERS_HPP.contains("#include \"sqtt_m0_record.h\""));
+    assert!(crate::AMD_SQTT_MARKER_H.contains("#include \"../sqtt_m0_record.h\""));
+    for (name, text) in [
+        ("markers.hpp", crate::MARKERS_HPP),
+        ("sqtt_marker.h", crate::AMD_SQTT_MARKER_H),
+    ] {
+        assert!(
+            !text.contains("s_ttracedata\""),
+            "{name} writes a record of its own"
+        );
+    }
+}

@@ -189,24 +189,29 @@ fn source_chain(i: Value) -> Option<String> {
     Some(parts.join(" -> "))
 }
 
-/// Traces every qualifying operation of the module's functions.
-pub fn instrument(
+/// The operations of one function to trace, in code order, each with its header's ID.
+pub struct FunctionTraces {
+    function: Value,
+    target: Target,
+    ops: Vec<(TracedOp, u32)>,
+}
+
+/// Finds the operations of `f` to trace and gives each an ID (code order), without emitting
+/// anything: at -O0 the IDs are made before the function's own ([`crate::late`]), the code later.
+pub fn number(
     m: Module,
-    emitter: &Emitter,
-    scopes: &mut ScopeChecks,
     ids: &mut FinalIds,
     which: AddressTrace,
-    functions: &[(Value, Target)],
-) {
-    for (f, target) in functions {
-        let ops: Vec<TracedOp> = f
-            .blocks()
-            .into_iter()
-            .flat_map(|b| b.instructions())
-            .filter(|i| !crate::is_sqtt_instruction(m, *i))
-            .filter_map(|i| classify(i, which))
-            .collect();
-        for op in ops {
+    f: Value,
+    target: Target,
+) -> FunctionTraces {
+    let ops: Vec<(TracedOp, u32)> = f
+        .blocks()
+        .into_iter()
+        .flat_map(|b| b.instructions())
+        .filter(|i| !crate::is_sqtt_instruction(m, *i))
+        .filter_map(|i| classify(i, which))
+        .map(|op| {
             let kind = op.category.kind();
             let id = ids.system_point(
                 kind.name(),
@@ -214,8 +219,20 @@ pub fn instrument(
                 kind.payload_records(target.wave_size),
             );
             ids.wave_size = Some(target.wave_size);
-            emit_block(m, emitter, scopes, *f, target, &op, id);
-        }
+            (op, id)
+        })
+        .collect();
+    FunctionTraces {
+        function: f,
+        target,
+        ops,
+    }
+}
+
+/// Writes the address traces of a function numbered by [`number`].
+pub fn emit(m: Module, emitter: &Emitter, scopes: &mut ScopeChecks, traces: &FunctionTraces) {
+    for (op, id) in &traces.ops {
+        emit_block(m, emitter, scopes, traces.function, &traces.target, op, *id);
     }
 }
 
@@ -277,7 +294,7 @@ fn emit_block(
             (lo, hi)
         };
         for v in [lo, hi, as_i32(&b, m, op.soffset.expect("buffer soffset"))] {
-            emitter.record(&b, target, Record::Dynamic(v));
+            emitter.record(&b, target, Record::Payload(v));
         }
     }
     let after = lane_loop(m, emitter, &b, target, lane_lo, lane_hi);

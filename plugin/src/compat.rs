@@ -49,7 +49,8 @@ pub const S_GETREG: &str = "llvm.amdgcn.s.getreg";
 /// How the `SQTT_MEM_BARRIER=fence` boundary around a marker is built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MarkerFence {
-    /// The spec's form: `fence syncscope("workgroup") acq_rel` tagged
+    /// The form of docs/format.md section 1 ("The sequence around a marker"):
+    /// `fence syncscope("workgroup") acq_rel` tagged
     /// `!mmra !{!"amdgpu-synchronize-as", !"local"}` ([`MMRA_SYNCHRONIZE_AS`]), so codegen orders
     /// (and waits for) LDS only.
     WorkgroupLocalMmra,
@@ -61,9 +62,9 @@ pub enum MarkerFence {
 }
 
 /// The MMRA key that restricts a fence to some address spaces (`!{!"<key>", !"local"}`). LLVM 19
-/// reads it as `amdgpu-as` and ignores the later spelling (measured with llc-19: the spec's key
-/// leaves a `buffer_gl0_inv` per marker fence on gfx1030, `amdgpu-as` none); LLVM 22 reads
-/// `amdgpu-synchronize-as`, the spec's. LLVM 21 (sid's libLLVM) still has only `amdgpu-as`, so
+/// reads it as `amdgpu-as` and ignores the later spelling (measured with llc-19:
+/// `amdgpu-synchronize-as` leaves a `buffer_gl0_inv` per marker fence on gfx1030, `amdgpu-as`
+/// none); LLVM 22 reads `amdgpu-synchronize-as` (docs/toolchains.md, "MMRA key"). LLVM 21 (sid's libLLVM) still has only `amdgpu-as`, so
 /// the rename is in 22; 20, installed nowhere here, is taken to be like 19 and 21.
 pub const MMRA_SYNCHRONIZE_AS: &str = if LLVM_MAJOR >= 22 {
     "amdgpu-synchronize-as"

@@ -358,7 +358,7 @@ pub enum NamedMarkers {
     /// function IDs, ahead of the barrier and memory IDs.
     Resolve,
     /// Only the late phase runs (-O0, `opt -passes=sqtt`): the names are resolved late, and so
-    /// numbered after the barrier and memory IDs (spec: ID allocation order, item 4).
+    /// numbered after the barrier and memory IDs (docs/format.md section 2, item 4).
     LeaveToLate,
 }
 

@@ -11,7 +11,9 @@
 //! ```
 //!
 //! The three instructions are one `asm sideeffect` with M0 as its output and the value as an `i`
-//! or `s` input. The `llvm.amdgcn.s.ttracedata` intrinsic (LLVM 19+) is not used for this: the
+//! or `s` input: alone, the text the headers write too (`sqtt_markers::HEADER_RECORD_ASM`, N an
+//! `i` operand, as AMD's pass writes it), behind a scope check one asm with the check and every
+//! record of the marker (`checked_asm`, N in the text). The `llvm.amdgcn.s.ttracedata` intrinsic (LLVM 19+) is not used for this: the
 //! backend writes M0 wherever it likes (`s_movk_i32 m0` or `s_add_i32 m0, ...` several
 //! instructions earlier, a `v_readfirstlane_b32` or an `s_ttracedata_imm` in between) and relies
 //! on its hazard recognizer for the gfx9 wait, so the sequence would not be one unit; llc-22 shows
@@ -32,12 +34,13 @@ use crate::target::{ShaderClockRead, Target};
 /// Metadata kind that tags every marker the plugin creates.
 pub const MARKER_MD: &str = "sqtt.marker";
 
-/// Asm text of markers.hpp's numeric records (`{m0}` input): what the pass recognises and
-/// replaces. The pass's own M0 records are [`m0_trace_asm`].
-pub const HEADER_M0_TRACE_ASM: &str = "s_nop 0\n\ts_ttracedata";
+/// Metadata kind that also tags a payload record (one that is no marker header: a data marker's
+/// value, an address trace's words), as AMD's pass tags its own.
+pub const RAW_PAYLOAD_MD: &str = "sqtt.raw_payload";
 
-/// Asm text of one M0 record whose value is operand `$n` (an immediate or an SGPR).
-pub fn m0_trace_asm(target: &Target, n: usize) -> String {
+/// Asm text of one M0 record of a scope-checked asm ([`checked_asm`]) whose value is operand
+/// `$n` (an immediate or an SGPR).
+fn m0_trace_asm(target: &Target, n: usize) -> String {
     format!(
         "s_mov_b32 m0, ${n}\n\ts_nop {}\n\ts_ttracedata",
         target.m0_trace_nop()
@@ -63,14 +66,18 @@ pub enum Record {
     /// A numeric enter/point value from markers.hpp: always kept in its legacy form, so that
     /// arbitrary user data is never read as a packed header.
     UserValue(u32),
-    /// A runtime value (payload); made wave-uniform with readfirstlane.
+    /// A numeric marker's value known only at run time; made wave-uniform with readfirstlane.
     Dynamic(Value),
+    /// A payload record (a data marker's value, an address trace's fixed words): an immediate
+    /// when it is a constant, else made wave-uniform with readfirstlane.
+    Payload(Value),
 }
 
 pub struct Emitter<'s> {
     pub module: Module,
     pub settings: &'s Settings,
     marker_md: u32,
+    raw_payload_md: u32,
     /// The scope-checked record asms made so far, and what they write: a later marker of the
     /// same run joins one ([`Emitter::marker`]).
     checked: RefCell<HashMap<Value, Vec<Operand>>>,
@@ -82,6 +89,7 @@ impl<'s> Emitter<'s> {
             module,
             settings,
             marker_md: module.md_kind(MARKER_MD),
+            raw_payload_md: module.md_kind(RAW_PAYLOAD_MD),
             checked: RefCell::new(HashMap::new()),
         }
     }
@@ -131,9 +139,10 @@ impl<'s> Emitter<'s> {
     }
 
     /// Drops the LDS waits of the LLVM < 19 fence form ([`MarkerFence::WavefrontAndLdsWait`])
-    /// where no LDS operation can be outstanding, as the spec's fence does on
-    /// LLVM 19+ (its `s_waitcnt lgkmcnt(0)` appears only after such an operation; llc-22 shows
-    /// this on gfx90a, gfx1030, gfx1100 and gfx1200). So a marker's trailing wait goes (only
+    /// where no LDS operation can be outstanding, as the LDS-only fence does on LLVM 19+
+    /// (docs/format.md section 1, "The sequence around a marker"; its `s_waitcnt lgkmcnt(0)`
+    /// appears only after such an operation; llc-22 shows this on gfx90a, gfx1030, gfx1100 and
+    /// gfx1200). So a marker's trailing wait goes (only
     /// marker work ran since its leading one), as do the leading waits of the later markers of a
     /// run and of markers with no LDS operation before them since the last wait or the kernel's
     /// start. A dropped wait leaves its wavefront fence, which still keeps memory operations
@@ -251,7 +260,13 @@ impl<'s> Emitter<'s> {
                     self.tag(b.call(ty, asm, &[]))
                 }
             },
-            Operand::M0(value) => self.m0_record(b, target, value),
+            Operand::M0(value) => {
+                let call = self.m0_record(b, target, value);
+                if matches!(rec, Record::Payload(_)) {
+                    call.set_metadata(self.raw_payload_md, m.empty_md());
+                }
+                call
+            }
         }
     }
 
@@ -269,7 +284,12 @@ impl<'s> Emitter<'s> {
                 Operand::Imm(v)
             }
             Record::Const(v) | Record::UserValue(v) => Operand::M0(m.const_i32(v)),
-            Record::Dynamic(v) => {
+            // A constant payload is an immediate (`s_mov_b32 m0, 42`): one SALU instruction
+            // less than an SGPR made from it.
+            Record::Payload(v) if v.const_int_value().is_some() => {
+                Operand::M0(m.const_i32(v.const_int_value().unwrap_or(0) as u32))
+            }
+            Record::Dynamic(v) | Record::Payload(v) => {
                 let i32t = m.i32();
                 let v = if v.type_of() == i32t {
                     v
@@ -335,31 +355,35 @@ impl<'s> Emitter<'s> {
     /// asm's output so the compiler knows it is overwritten.
     pub fn exec_records(&self, b: &Builder, target: &Target) -> Value {
         let m = self.module;
-        let ty = m.fn_type(m.i32(), &[]);
-        let n = target.m0_trace_nop();
+        let ty = m.fn_type(m.i32(), &[m.i32()]);
         let asm = m.inline_asm(
             ty,
-            &format!(
-                "s_mov_b32 m0, exec_lo\n\ts_nop {n}\n\ts_ttracedata\n\t\
-                 s_mov_b32 m0, exec_hi\n\ts_nop {n}\n\ts_ttracedata"
-            ),
-            "={m0}",
+            "s_mov_b32 m0, exec_lo\ns_nop $1\ns_ttracedata\n\
+             s_mov_b32 m0, exec_hi\ns_nop $1\ns_ttracedata",
+            "={m0},i",
         );
-        self.tag(b.call(ty, asm, &[]))
+        let call = self.tag(b.call(ty, asm, &[m.const_i32(target.m0_trace_nop())]));
+        call.set_metadata(self.raw_payload_md, m.empty_md());
+        call
     }
 
-    /// A record of a value already uniform (a readlane result).
+    /// A payload record of a value already uniform (a readlane result).
     pub fn m0_record_raw(&self, b: &Builder, target: &Target, value: Value) -> Value {
-        self.m0_record(b, target, value)
+        let call = self.m0_record(b, target, value);
+        call.set_metadata(self.raw_payload_md, self.module.empty_md());
+        call
     }
 
-    /// One M0 record as a single asm ([`m0_trace_asm`], [`m0_value_constraint`]).
+    /// One M0 record as a single asm: the headers' text ([`sqtt_markers::HEADER_RECORD_ASM`]),
+    /// the value an immediate or an SGPR ([`m0_value_constraint`]), the nop count an immediate.
     fn m0_record(&self, b: &Builder, target: &Target, value: Value) -> Value {
         let m = self.module;
-        let ty = m.fn_type(m.i32(), &[m.i32()]);
-        let constraints = format!("={{m0}},{}", m0_value_constraint(value));
-        let asm = m.inline_asm(ty, &m0_trace_asm(target, 1), &constraints);
-        self.tag(b.call(ty, asm, &[value]))
+        let i32t = m.i32();
+        let ty = m.fn_type(i32t, &[i32t, i32t]);
+        let constraints = format!("={{m0}},{},i", m0_value_constraint(value));
+        let asm = m.inline_asm(ty, sqtt_markers::HEADER_RECORD_ASM, &constraints);
+        let nop = m.const_i32(target.m0_trace_nop());
+        self.tag(b.call(ty, asm, &[value, nop]))
     }
 
     /// `(clock_window << (32 - bits)) | header`: the shader clock bits `[shift, shift + bits)`
@@ -515,8 +539,8 @@ fn checked_asm(target: &Target, operands: &[Operand]) -> (String, String) {
 
 /// Whether an instruction may issue an LDS operation, the only memory the marker fence orders
 /// (`amdgpu-synchronize-as` `local`): an LDS or flat access, or a call other than the pure
-/// intrinsics around markers. Global, constant and scratch accesses do not count (the spec's
-/// fence does not wait for them either).
+/// intrinsics around markers. Global, constant and scratch accesses do not count (the LLVM
+/// 19+ fence, tagged LDS-only, does not wait for them either).
 fn may_issue_lds(i: Value) -> bool {
     if let Some(f) = i.called_function() {
         return !is_lds_free_intrinsic(f.name_ref());

@@ -4,8 +4,9 @@
 //!    the stored pre-optimisation size of functions inlined away) and removes the markers of
 //!    functions below it, inlined copies included;
 //! 2. compacts the surviving early IDs by emission count (ties by original order), so the most
-//!    frequent ones fit `s_ttracedata_imm`; then allocates barrier, memory and late named IDs
-//!    from the same counter;
+//!    frequent ones fit `s_ttracedata_imm`; then allocates barrier, memory, late named and
+//!    address-trace IDs from the same counter. When only the late phase runs (-O0), the IDs go
+//!    in AMD's -O0 order instead ([`number_late_only`]);
 //! 3. places every marker (scope check, boundaries) and writes the funcmap.
 
 use std::collections::HashMap;
@@ -93,13 +94,14 @@ fn early_markers(m: Module) -> Vec<EarlyMarker> {
 }
 
 pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
-    if !ledger::has_early_ledger(m) {
-        // Only the late phase runs (-O0): functions are instrumented here, named markers below,
-        // after the barrier and memory IDs.
+    // Only the late phase runs (-O0, `opt -passes=sqtt`): functions are instrumented here, named
+    // markers below, and the IDs go in AMD's -O0 order ([`number_late_only`]).
+    let late_only = !ledger::has_early_ledger(m);
+    if late_only {
         early::run_with(m, settings, early::NamedMarkers::LeaveToLate);
     }
     // Named markers the early step left (data markers; at -O0 all of them), read before any
-    // marker placement splits their blocks; numbered after the system IDs below.
+    // marker placement splits their blocks; numbered after the system IDs.
     let named_calls = named::collect_module(m)?;
     let entries = ledger::read_early(m);
     m.erase_named_md(ledger::EARLY_LEDGER_MD);
@@ -126,64 +128,39 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
         !drop
     });
 
-    // 2. Compaction by emission count.
     let by_key: HashMap<u64, &ledger::EarlyEntry> = entries.iter().map(|e| (e.key, e)).collect();
     let identity =
         |key: u64| -> Option<Identity> { by_key.get(&key).map(|e| (e.kind, e.name.clone())) };
-    let mut counts: HashMap<Identity, (usize, u64)> = HashMap::new();
-    for e in &entries {
-        if e.kind != EarlyKind::Function || !below.contains(&e.key) {
-            let slot = counts.entry((e.kind, e.name.clone())).or_insert((0, e.key));
-            slot.1 = slot.1.min(e.key);
-        }
-    }
-    for mk in &markers {
-        if mk.role.emits_id() {
-            if let Some(slot) = identity(mk.key).and_then(|id| counts.get_mut(&id)) {
-                slot.0 += 1;
-            }
-        }
-    }
-    // A function above the threshold keeps its row even when none of its markers is left (its
-    // code was optimised away): an ID after every emitted one, as AMD's pass gives it, so that
-    // the two funcmaps agree row for row.
-    let mut order: Vec<(Identity, usize, u64)> = counts
-        .into_iter()
-        .map(|(id, (count, first))| (id, count, first))
-        .collect();
-    order.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
+    // 2. The IDs.
     let mut ids = FinalIds::new();
-    let mut final_id: HashMap<Identity, u32> = HashMap::new();
-    // The funcmap lists early-resolved names in ledger order, as AMD's pass does.
-    let rank = |key: &u64| {
-        entries
+    // Address traces numbered ahead of their code (late-only), or as they are written.
+    let mut address_traces = Vec::new();
+    let SystemAndEarlyIds {
+        early: final_id,
+        barriers: barrier_ids,
+        memory: memory_ids,
+    } = if late_only {
+        let kept: Vec<&ledger::EarlyEntry> = entries
             .iter()
-            .position(|e| e.key == *key)
-            .unwrap_or(usize::MAX)
+            .filter(|e| e.kind == EarlyKind::Function && !below.contains(&e.key))
+            .collect();
+        number_late_only(
+            m,
+            settings,
+            &mut ids,
+            &named_calls,
+            &kept,
+            &mut address_traces,
+        )?
+    } else {
+        let early = compact(&entries, &below, &markers, &identity, &mut ids);
+        let (barriers, memory) = system_ids(settings, &mut ids);
+        SystemAndEarlyIds {
+            early,
+            barriers,
+            memory,
+        }
     };
-    for ((kind, name), _, first) in &order {
-        let id = match kind {
-            EarlyKind::Function => {
-                let loc = by_key.get(first).and_then(|e| e.source_loc.clone());
-                ids.function(name, loc)
-            }
-            EarlyKind::Scope => ids.named_early(ledger::NamedKind::Scope, name, rank(first)),
-            EarlyKind::Point => ids.named_early(ledger::NamedKind::Point, name, rank(first)),
-            EarlyKind::Data => ids.named_early(ledger::NamedKind::Data, name, rank(first)),
-        };
-        final_id.insert((*kind, name.clone()), id);
-    }
-
-    // System IDs follow.
-    let barrier_ids = settings.instrument_barriers.then(|| BarrierIds {
-        signal: ids.system_point("barrier_signal", None, 0),
-        wait: ids.system_point("barrier_wait", None, 0),
-        barrier: ids.system_point("barrier", None, 0),
-    });
-    let memory_ids = settings.instrument_memory.map(|_| MemoryIds {
-        load: ids.system_point("vmem_load", None, 0),
-        store: ids.system_point("vmem_store", None, 0),
-    });
 
     // 3. Where every marker goes, decided on the code as it is now, before any is placed.
     let mut placements: Vec<Placement> = Vec::new();
@@ -200,7 +177,7 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
         let mut records = vec![Record::Const(value)];
         if mk.inst.num_args() > 0 {
             // A data marker: its payload follows the header.
-            records.push(Record::Dynamic(mk.inst.arg(0)));
+            records.push(Record::Payload(mk.inst.arg(0)));
         }
         placements.push(Placement::replacing(mk.function, mk.inst, records));
     }
@@ -238,21 +215,18 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
     }
     numeric::wrap_numeric_markers(m, &emitter, &mut scopes)?;
     named::resolve(&emitter, &mut ids, &mut scopes, named_calls)?;
-    if settings.trace_addresses.is_on() {
-        let mut functions = Vec::new();
-        for f in m.functions() {
-            if !f.is_declaration() && !early::is_library_function(f) {
-                functions.push((f, target_of(f)?));
-            }
+    if !late_only {
+        for f in m
+            .functions()
+            .into_iter()
+            .filter(|f| traces_addresses(settings, *f))
+        {
+            let traces = address::number(m, &mut ids, settings.trace_addresses, f, target_of(f)?);
+            address_traces.push(traces);
         }
-        address::instrument(
-            m,
-            &emitter,
-            &mut scopes,
-            &mut ids,
-            settings.trace_addresses,
-            &functions,
-        );
+    }
+    for traces in &address_traces {
+        address::emit(m, &emitter, &mut scopes, traces);
     }
     for f in m.functions() {
         // A function the pass placed nothing in may have no known target: nothing to drop.
@@ -274,4 +248,125 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
     funcmap_emit::emit(m, &ids, layout);
     named::drop_unused_sentinels(m);
     Ok(())
+}
+
+/// The IDs the placements need: the early markers' (functions, named markers resolved early), by
+/// identity, and those of the barrier and memory points.
+struct SystemAndEarlyIds {
+    early: HashMap<Identity, u32>,
+    barriers: Option<BarrierIds>,
+    memory: Option<MemoryIds>,
+}
+
+/// Compaction by emission count: the final IDs of the early functions and named markers that
+/// survived the threshold, the most frequent first (ties by the order the early phase recorded
+/// them), from 1.
+fn compact(
+    entries: &[ledger::EarlyEntry],
+    below: &[u64],
+    markers: &[EarlyMarker],
+    identity: &dyn Fn(u64) -> Option<Identity>,
+    ids: &mut FinalIds,
+) -> HashMap<Identity, u32> {
+    let by_key: HashMap<u64, &ledger::EarlyEntry> = entries.iter().map(|e| (e.key, e)).collect();
+    let mut counts: HashMap<Identity, (usize, u64)> = HashMap::new();
+    for e in entries {
+        if e.kind != EarlyKind::Function || !below.contains(&e.key) {
+            let slot = counts.entry((e.kind, e.name.clone())).or_insert((0, e.key));
+            slot.1 = slot.1.min(e.key);
+        }
+    }
+    for mk in markers {
+        if mk.role.emits_id() {
+            if let Some(slot) = identity(mk.key).and_then(|id| counts.get_mut(&id)) {
+                slot.0 += 1;
+            }
+        }
+    }
+    // A function above the threshold keeps its row even when none of its markers is left (its
+    // code was optimised away): an ID after every emitted one, as AMD's pass gives it, so that
+    // the two funcmaps agree row for row.
+    let mut order: Vec<(Identity, usize, u64)> = counts
+        .into_iter()
+        .map(|(id, (count, first))| (id, count, first))
+        .collect();
+    order.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
+    let mut final_id: HashMap<Identity, u32> = HashMap::new();
+    // The funcmap lists early-resolved names in ledger order, as AMD's pass does.
+    let rank = |key: &u64| {
+        entries
+            .iter()
+            .position(|e| e.key == *key)
+            .unwrap_or(usize::MAX)
+    };
+    for ((kind, name), _, first) in &order {
+        let id = match kind {
+            EarlyKind::Function => {
+                let loc = by_key.get(first).and_then(|e| e.source_loc.clone());
+                ids.function(name, loc)
+            }
+            EarlyKind::Scope => ids.named_early(ledger::NamedKind::Scope, name, rank(first)),
+            EarlyKind::Point => ids.named_early(ledger::NamedKind::Point, name, rank(first)),
+            EarlyKind::Data => ids.named_early(ledger::NamedKind::Data, name, rank(first)),
+        };
+        final_id.insert((*kind, name.clone()), id);
+    }
+    final_id
+}
+
+/// Whether a function's memory operations get address traces (not the device libraries').
+fn traces_addresses(settings: &Settings, f: Value) -> bool {
+    settings.trace_addresses.is_on() && !f.is_declaration() && !early::is_library_function(f)
+}
+
+/// The barrier IDs, then the memory IDs, of the settings that ask for them.
+fn system_ids(settings: &Settings, ids: &mut FinalIds) -> (Option<BarrierIds>, Option<MemoryIds>) {
+    let barrier_ids = settings.instrument_barriers.then(|| BarrierIds {
+        signal: ids.system_point("barrier_signal", None, 0),
+        wait: ids.system_point("barrier_wait", None, 0),
+        barrier: ids.system_point("barrier", None, 0),
+    });
+    let memory_ids = settings.instrument_memory.map(|_| MemoryIds {
+        load: ids.system_point("vmem_load", None, 0),
+        store: ids.system_point("vmem_store", None, 0),
+    });
+    (barrier_ids, memory_ids)
+}
+
+/// The IDs when only the late phase runs (-O0), in the order of AMD's pass there: the barrier and
+/// memory IDs first, then function by function in module order the function's named markers as
+/// met, its address traces in code order, and its own ID when it is above the threshold
+/// (`kept`). Address traces are numbered into `address_traces`, to be written later.
+fn number_late_only(
+    m: Module,
+    settings: &Settings,
+    ids: &mut FinalIds,
+    named_calls: &named::Collected,
+    kept: &[&ledger::EarlyEntry],
+    address_traces: &mut Vec<address::FunctionTraces>,
+) -> Result<SystemAndEarlyIds, String> {
+    let (barriers, memory) = system_ids(settings, ids);
+    let mut final_id: HashMap<Identity, u32> = HashMap::new();
+    for f in m.functions() {
+        if f.is_declaration() {
+            continue;
+        }
+        named_calls.number_function(f, ids, settings)?;
+        if traces_addresses(settings, f) {
+            let traces = address::number(m, ids, settings.trace_addresses, f, target_of(f)?);
+            address_traces.push(traces);
+        }
+        let name = f.name();
+        if let Some(e) = kept.iter().find(|e| e.name == name) {
+            final_id.insert(
+                (EarlyKind::Function, name.clone()),
+                ids.function(&name, e.source_loc.clone()),
+            );
+        }
+    }
+    Ok(SystemAndEarlyIds {
+        early: final_id,
+        barriers,
+        memory,
+    })
 }

@@ -167,7 +167,7 @@ pub(crate) unsafe fn run_prune(raw: LLVMValueRef) -> bool {
 /// command line override both.
 fn plugin_settings() -> Result<Settings, sqtt_config::ConfigError> {
     let get = |k: &str| std::env::var(k).ok();
-    let located = if get("SQTT_HIPCC_DEPTH").is_some_and(|v| !v.is_empty()) {
+    let located = if get(sqtt_config::var::HIPCC_DEPTH).is_some_and(|v| !v.is_empty()) {
         sqtt_config::Located::default()
     } else {
         let cwd = std::env::current_dir().unwrap_or_default();

@@ -504,6 +504,20 @@ impl Value {
         unsafe { LLVMDeleteFunction(self.0) }
     }
 
+    /// Makes every use of this value a use of `with` instead, or of poison when `with` has
+    /// another type (so that the value can be erased).
+    pub fn replace_uses_with(self, with: Value) {
+        unsafe {
+            let ty = LLVMTypeOf(self.0);
+            let with = if LLVMTypeOf(with.0) == ty {
+                with.0
+            } else {
+                LLVMGetPoison(ty)
+            };
+            LLVMReplaceAllUsesWith(self.0, with);
+        }
+    }
+
     pub fn has_uses(self) -> bool {
         unsafe { !LLVMGetFirstUse(self.0).is_null() }
     }

@@ -26,9 +26,9 @@ pub struct MemoryIds {
 }
 
 /// Whether an access through `ptr` goes to memory: every address space but LDS (3) and scratch
-/// (5), as the spec excludes them and AMD's pass counts. Constant memory (4, 6) is included: a
-/// `__constant__` table read at a per-lane index is a vector load like a global one, and buffer
-/// pointers (7, 8, 9) become buffer instructions.
+/// (5), as docs/format.md section 1 says and AMD's pass counts. Constant memory (4, 6) is
+/// included: a `__constant__` table read at a per-lane index is a vector load like a global one,
+/// and buffer pointers (7, 8, 9) become buffer instructions.
 fn is_vmem_space(ptr: Value) -> bool {
     ptr.pointer_address_space()
         .is_some_and(|space| space != addrspace::LOCAL && space != addrspace::PRIVATE)

@@ -7,6 +7,8 @@ use sqtt_markers::encoding::{self, EXIT_VALUE};
 use sqtt_markers::funcmap::name_problem;
 use sqtt_markers::sentinel;
 
+use sqtt_config::Settings;
+
 use crate::emit::{Emitter, Record};
 use crate::ledger::{FinalIds, NamedKind};
 use crate::llvm::{Module, Value};
@@ -191,8 +193,8 @@ pub fn adjacent(first: Value, second: Value) -> bool {
 }
 
 /// Whether an exit and the enter after it are directly adjacent, and so fuse into one
-/// `(id << 2) | 3` record (spec: "adjacent exit+enter in the same basic block"; AMD's pass fuses
-/// only a call directly followed by the other). Only what leaves no machine code may stand between:
+/// `(id << 2) | 3` record (docs/format.md section 1, "directly followed"; AMD's pass fuses only
+/// a call directly followed by the other). Only what leaves no machine code may stand between:
 /// debug and lifetime intrinsics (so `-g` does not change the code), and the instructions that
 /// hand the enter its name (at -O0: a cast of the name's stack slot, the store of the string
 /// into it and the load from it). Any other instruction between them, even one without side
@@ -289,10 +291,102 @@ pub fn collect_module(m: Module) -> Result<Collected, String> {
     Ok(Collected(out))
 }
 
+impl Collected {
+    /// Numbers the named markers of one function as [`resolve`] will meet them, without placing
+    /// anything: at -O0 AMD's pass gives a function's named markers their IDs before its address
+    /// traces and its own function ID ([`crate::late`]).
+    pub fn number_function(
+        &self,
+        f: Value,
+        ids: &mut FinalIds,
+        settings: &Settings,
+    ) -> Result<(), String> {
+        for (g, blocks) in &self.0 {
+            if *g != f {
+                continue;
+            }
+            for calls in blocks {
+                let mut i = 0;
+                while i < calls.len() {
+                    i += step(ids, settings, *g, calls, i)?.consumed;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One marker made of the sentinel calls of a block from `calls[i]` on: its records, the call
+/// it takes the place of, and how many calls it consumes (two for a fused exit+enter).
+struct Step {
+    records: Vec<Record>,
+    at: Value,
+    consumed: usize,
+}
+
+/// The marker starting at `calls[i]`, its IDs taken from (or added to) `ids`.
+fn step(
+    ids: &mut FinalIds,
+    settings: &Settings,
+    f: Value,
+    calls: &[Call],
+    i: usize,
+) -> Result<Step, String> {
+    let c = &calls[i];
+    if c.kind == Sentinel::Exit {
+        if let Some(next) = calls
+            .get(i + 1)
+            .filter(|n| n.kind == Sentinel::Enter && fusable(c.inst, n.inst))
+        {
+            ids.named(NamedKind::Scope, &c.name);
+            let id = ids.named(NamedKind::Scope, &next.name);
+            return Ok(Step {
+                records: vec![Record::Const(encoding::exit_enter(id))],
+                at: next.inst,
+                consumed: 2,
+            });
+        }
+    }
+    let records = match c.kind {
+        Sentinel::Enter => vec![Record::Const(encoding::enter(
+            ids.named(NamedKind::Scope, &c.name),
+        ))],
+        Sentinel::Exit => {
+            ids.named(NamedKind::Scope, &c.name);
+            vec![Record::Const(EXIT_VALUE)]
+        }
+        Sentinel::Point => vec![Record::Const(encoding::point(
+            ids.named(NamedKind::Point, &c.name),
+        ))],
+        Sentinel::Data => {
+            if settings.clock_packing() {
+                return Err(format!(
+                    "sqtt: sqtt_marker_data({:?}) in {} carries a payload record, which \
+                     SQTT_SHADER_CLOCK_BITS={} (clock packing) does not allow; set \
+                     SQTT_SHADER_CLOCK_BITS=0 or use sqtt_marker_point",
+                    c.name,
+                    f.name(),
+                    settings.shader_clock_bits
+                ));
+            }
+            let id = ids.named(NamedKind::Data, &c.name);
+            vec![
+                Record::Const(encoding::point(id)),
+                Record::Payload(c.inst.arg(1)),
+            ]
+        }
+    };
+    Ok(Step {
+        records,
+        at: c.inst,
+        consumed: 1,
+    })
+}
+
 /// Replaces every collected sentinel call. Returns an error message for the user.
 pub fn resolve(
     emitter: &Emitter,
-    ledger: &mut FinalIds,
+    ids: &mut FinalIds,
     scopes: &mut ScopeChecks,
     collected: Collected,
 ) -> Result<(), String> {
@@ -302,62 +396,21 @@ pub fn resolve(
         for calls in blocks {
             let mut i = 0;
             while i < calls.len() {
-                let c = &calls[i];
-                let fused = c.kind == Sentinel::Exit
-                    && calls
-                        .get(i + 1)
-                        .is_some_and(|n| n.kind == Sentinel::Enter && fusable(c.inst, n.inst));
-                let (records, at, erase): (Vec<Record>, Value, Vec<Value>) = if fused {
-                    let next = &calls[i + 1];
-                    ledger.named(NamedKind::Scope, &c.name);
-                    let id = ledger.named(NamedKind::Scope, &next.name);
-                    i += 2;
-                    (
-                        vec![Record::Const(encoding::exit_enter(id))],
-                        next.inst,
-                        vec![c.inst, next.inst],
-                    )
-                } else {
-                    i += 1;
-                    let rec = match c.kind {
-                        Sentinel::Enter => {
-                            vec![Record::Const(encoding::enter(
-                                ledger.named(NamedKind::Scope, &c.name),
-                            ))]
-                        }
-                        Sentinel::Exit => {
-                            ledger.named(NamedKind::Scope, &c.name);
-                            vec![Record::Const(EXIT_VALUE)]
-                        }
-                        Sentinel::Point => vec![Record::Const(encoding::point(
-                            ledger.named(NamedKind::Point, &c.name),
-                        ))],
-                        Sentinel::Data => {
-                            if emitter.settings.clock_packing() {
-                                return Err(format!(
-                                    "sqtt: sqtt_marker_data({:?}) in {} carries a payload \
-                                     record, which SQTT_SHADER_CLOCK_BITS={} (clock packing) \
-                                     does not allow; set SQTT_SHADER_CLOCK_BITS=0 or use \
-                                     sqtt_marker_point",
-                                    c.name,
-                                    f.name(),
-                                    emitter.settings.shader_clock_bits
-                                ));
-                            }
-                            let id = ledger.named(NamedKind::Data, &c.name);
-                            vec![
-                                Record::Const(encoding::point(id)),
-                                Record::Dynamic(c.inst.arg(1)),
-                            ]
-                        }
-                    };
-                    (rec, c.inst, vec![c.inst])
-                };
-                place_marker(m, emitter, scopes, f, &target, At::Replacing(at), &records);
-                for e in erase {
+                let s = step(ids, emitter.settings, f, &calls, i)?;
+                place_marker(
+                    m,
+                    emitter,
+                    scopes,
+                    f,
+                    &target,
+                    At::Replacing(s.at),
+                    &s.records,
+                );
+                for c in &calls[i..i + s.consumed] {
                     // SAFETY: nothing uses this handle (or a name borrowed from it) after this.
-                    unsafe { e.erase() };
+                    unsafe { c.inst.erase() };
                 }
+                i += s.consumed;
             }
         }
     }

@@ -22,7 +22,6 @@ use sqtt_config::Scope;
 use sqtt_markers::sentinel;
 
 use crate::compat;
-use crate::emit::HEADER_M0_TRACE_ASM;
 use crate::llvm::{insert_block_after, Builder, Module, Value};
 use crate::target::{HwRegField, Target};
 
@@ -115,7 +114,7 @@ impl ScopeChecks {
 
 /// What a marker leaves in the code besides its records, and so may stand between two markers
 /// that share one scope check: the plugin's own instructions (a sync pin, an early marker not yet
-/// replaced), sentinel calls and markers.hpp records about to be replaced, debug and lifetime
+/// replaced), sentinel calls and header records about to be replaced, debug and lifetime
 /// intrinsics. None of them defines a value a later marker could read.
 pub fn is_marker_leftover(m: Module, i: Value) -> bool {
     if crate::is_sqtt_instruction(m, i) {
@@ -127,7 +126,7 @@ pub fn is_marker_leftover(m: Module, i: Value) -> bool {
             || n.starts_with("llvm.dbg.")
             || n.starts_with("llvm.lifetime.");
     }
-    i.called_inline_asm() == Some(HEADER_M0_TRACE_ASM) && !i.has_uses()
+    crate::numeric::header_record_value(i).is_some() && !i.has_uses()
 }
 
 /// Splits the block before `at` and returns a builder positioned in a new `sqtt.trace` block

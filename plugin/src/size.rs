@@ -1,5 +1,5 @@
 //! Function size for the SQTT_INSTRUMENT_FUNCTIONS threshold: an instruction count, or the
-//! weighted cost model of the spec.
+//! weighted cost model (docs/format.md section 2, "Which functions get entry/exit markers").
 
 use sqtt_config::FunctionThreshold;
 
@@ -18,7 +18,7 @@ fn weight(i: Value, weighted: bool, is_sqtt: &dyn Fn(Value) -> bool) -> u64 {
             return 0;
         }
         if !weighted {
-            // The spec's count skips PHIs, allocas, debug intrinsics and `unreachable` only
+            // The count skips PHIs, allocas, debug intrinsics and `unreachable` only
             // (so does AMD's pass): lifetime markers count here, weigh nothing below.
             return 1;
         }

@@ -5,15 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::toolchain::{hipcc, llvm_tool, plugin_path, repo_root, run_ok};
-
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    exe.parent()
-        .and_then(Path::parent)
-        .map(Path::to_path_buf)
-        .expect("target/<profile>/deps")
-}
+use crate::toolchain::{hipcc, llvm_tool, plugin_path, profile_dir, repo_root, run_ok};
 
 /// The built `sqtt-hipcc` (`cargo build -p sqtt-hipcc`, which `cargo build --workspace` and
 /// ci/test.sh do). Panics with the command to run when it is missing or older than its sources.

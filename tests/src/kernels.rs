@@ -71,3 +71,13 @@ pub fn outer_mid_val_trace(cpu: &str, numeric_at_run_time: bool) -> Vec<&'static
         },
     ]
 }
+
+/// Every instrumentation feature on, as `ci/bench-pass.sh` measures the corpus: `cost:50`
+/// functions, barriers, memory groups `2:5`, a CU and SIMD scope filter.
+pub const EVERY_FEATURE: &[(&str, &str)] = &[
+    ("SQTT_INSTRUMENT_FUNCTIONS", "cost:50"),
+    ("SQTT_INSTRUMENT_BARRIERS", "1"),
+    ("SQTT_INSTRUMENT_MEMORY", "2:5"),
+    ("SQTT_SCOPE_CU", "0x1"),
+    ("SQTT_SCOPE_SIMD", "0x1"),
+];

@@ -3,4 +3,5 @@
 pub mod checks;
 pub mod driver;
 pub mod kernels;
+pub mod package;
 pub mod toolchain;

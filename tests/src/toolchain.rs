@@ -32,7 +32,9 @@ pub fn target_dir() -> PathBuf {
         .unwrap_or_else(|| repo_root().join("target"))
 }
 
-fn profile_dir() -> PathBuf {
+/// The directory of the profile the tests run in (`target/<profile>`), where cargo puts the
+/// binaries it builds.
+pub(crate) fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     // .../target/<profile>/deps/test-xxxx
     exe.parent()
@@ -715,6 +717,38 @@ pub fn bad_marker_encodings(dis: &str, cpu: &str) -> Vec<String> {
         }
     }
     bad
+}
+
+/// The `N` of `s_nop N` in `cpu`'s M0 record (sqtt-gfx's table).
+pub fn nop_of(cpu: &str) -> u32 {
+    let target = sqtt_gfx::Target::lookup(cpu).expect("a target of the gfx table");
+    target.generation.m0_trace_nop()
+}
+
+/// Every `s_ttracedata` is `s_mov_b32 m0, <value>` / `s_nop N` / `s_ttracedata`. Returns the
+/// value operands, in order.
+pub fn m0_values(insts: &[String], nop: u32, what: &str) -> Vec<String> {
+    let nop = format!("s_nop {nop}");
+    let mut values = Vec::new();
+    for (i, inst) in insts.iter().enumerate() {
+        if inst != "s_ttracedata" {
+            continue;
+        }
+        let context = insts[i.saturating_sub(4)..(i + 2).min(insts.len())].join("\n  ");
+        assert!(
+            i >= 2 && insts[i - 1] == nop,
+            "{what}: s_ttracedata #{} not directly after `{nop}`:\n  {context}",
+            values.len()
+        );
+        let value = insts[i - 2].strip_prefix("s_mov_b32 m0, ").unwrap_or_else(|| {
+            panic!(
+                "{what}: `{nop}` before s_ttracedata #{} not directly after s_mov_b32 m0:\n  {context}",
+                values.len()
+            )
+        });
+        values.push(value.to_string());
+    }
+    values
 }
 
 #[cfg(test)]

@@ -8,9 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use sqtt_e2e::driver::*;
-use sqtt_e2e::toolchain::{
-    device_lib_dir, hipcc, llvm_tool, plugin_path, repo_root, run_ok, workdir,
-};
+use sqtt_e2e::package::{ccache_stats, Install, Project, Route};
+use sqtt_e2e::toolchain::{hipcc, plugin_path, repo_root, run_ok, workdir};
 
 use sqtt_e2e::kernels::WORK_KERNEL as KERNEL;
 
@@ -26,26 +25,6 @@ fn err(o: &Output) -> String {
 
 fn have(tool: &str) -> bool {
     Command::new(tool).arg("--version").output().is_ok()
-}
-
-/// `ccache --print-stats` as (hits, misses).
-fn ccache_stats(ccache_dir: &Path) -> (u64, u64) {
-    let out = run_ok(
-        Command::new("ccache")
-            .arg("--print-stats")
-            .env("CCACHE_DIR", ccache_dir),
-    );
-    let get = |k: &str| -> u64 {
-        out.lines()
-            .filter_map(|l| l.split_once('\t'))
-            .filter(|(n, _)| *n == k)
-            .map(|(_, v)| v.trim().parse::<u64>().unwrap())
-            .sum()
-    };
-    (
-        get("direct_cache_hit") + get("preprocessed_cache_hit"),
-        get("cache_miss"),
-    )
 }
 
 #[test]
@@ -82,7 +61,8 @@ fn ccache_hits_on_same_settings_and_misses_on_a_changed_setting_or_rebuilt_plugi
         let o = c.output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{}", err(&o));
         assert!(dir.join("k.o").is_file());
-        ccache_stats(&cache)
+        let stats = ccache_stats(dir);
+        (stats.hits, stats.misses)
     };
     // A source including markers.hpp is cacheable (its -E runs through the wrapper).
     assert_eq!(compile(&[]), (0, 1), "first compile misses");
@@ -305,140 +285,117 @@ fn werror_host_only_compile_and_rdc_link_pass_as_with_plain_hipcc() {
     assert!(!err(&w).contains("unused"), "{}", err(&w));
 }
 
-/// tests/cmake-hip configured against the install.sh --prefix layout (bin/sqtt-hipcc,
-/// lib/cmake/SqttHipcc/) in `dir`, on the HIP-language route or (`cxx`) the C++ route.
-/// The toolchain is the lane's: bookworm's clang-15 and gfx90a by default; the sid lane runs the
-/// HIP-language test with its clang 21, CMake 4 and its first arch in ci/lanes.tsv
-/// (SQTT_TEST_ARCHES).
-struct PackageProject {
-    dir: PathBuf,
-    prefix: PathBuf,
-    shim: PathBuf,
-    clangxx: String,
-    arch: String,
-    devlibs: String,
-}
-
-impl PackageProject {
-    fn new(dir: &Path) -> PackageProject {
-        assert!(have("ninja"), "ninja is missing: run ci/setup.sh");
-        let prefix = dir.join("prefix");
-        std::fs::create_dir_all(prefix.join("bin")).unwrap();
-        std::fs::create_dir_all(prefix.join("lib/cmake/SqttHipcc")).unwrap();
-        std::fs::copy(sqtt_hipcc(), prefix.join("bin/sqtt-hipcc")).unwrap();
-        std::fs::copy(
-            repo_root().join("cmake/SqttHipccConfig.cmake"),
-            prefix.join("lib/cmake/SqttHipcc/SqttHipccConfig.cmake"),
-        )
-        .unwrap();
-        // Debian's HIP CMake packages live under lib/x86_64-linux-gnu/cmake, where CMake 3.25's
-        // HIP language does not look for hip-lang: a ROCm root whose lib/cmake/hip-lang is
-        // Debian's.
-        let shim = dir.join("rocm-root");
-        std::fs::create_dir_all(shim.join("lib/cmake")).unwrap();
-        std::os::unix::fs::symlink(
-            "/usr/lib/x86_64-linux-gnu/cmake/hip-lang",
-            shim.join("lib/cmake/hip-lang"),
-        )
-        .unwrap();
-        PackageProject {
-            dir: dir.to_path_buf(),
-            prefix,
-            shim,
-            clangxx: llvm_tool("clang++"),
-            arch: std::env::var("SQTT_TEST_ARCHES")
-                .ok()
-                .and_then(|a| a.split_whitespace().next().map(String::from))
-                .unwrap_or_else(|| "gfx90a".into()),
-            devlibs: device_lib_dir().display().to_string(),
-        }
-    }
-
-    fn env(&self, c: &mut Command) {
-        cmake_env(c, &self.dir);
-        c.env("CMAKE_PREFIX_PATH", "/usr/lib/x86_64-linux-gnu/cmake");
-    }
-
-    /// Configures `build` (CMake's output) and builds it with `ninja -v` (its output).
-    fn build(&self, build: &str, cxx: bool, options: &[&str]) -> (String, String) {
-        let build = self.dir.join(build);
-        let mut c = Command::new("cmake");
-        c.args(["-G", "Ninja", "-S"])
-            .arg(repo_root().join("tests/cmake-hip"))
-            .arg("-B")
-            .arg(&build)
-            .arg(format!("-DCMAKE_PREFIX_PATH={}", self.prefix.display()))
-            .args(options);
-        let (clangxx, arch, devlibs) = (&self.clangxx, &self.arch, &self.devlibs);
-        if cxx {
-            c.arg("-DSQTT_CXX_ROUTE=ON")
-                .arg(format!("-DCMAKE_CXX_COMPILER={clangxx}"))
-                .arg(format!(
-                    "-DSQTT_ROCM_FLAGS=--offload-arch={arch};--rocm-path=/usr"
-                ))
-                .arg(format!("-DSQTT_DEVICE_LIB_PATH={devlibs}"));
-        } else {
-            c.arg(format!("-DCMAKE_HIP_COMPILER={clangxx}"))
-                .arg(format!(
-                    "-DCMAKE_HIP_COMPILER_ROCM_ROOT={}",
-                    self.shim.display()
-                ))
-                .arg(format!("-DCMAKE_HIP_ARCHITECTURES={arch}"))
-                .arg(format!(
-                    "-DCMAKE_HIP_FLAGS=--rocm-path=/usr --hip-device-lib-path={devlibs}"
-                ));
-        }
-        self.env(&mut c);
-        let conf = run_ok(&mut c);
-        let mut c = Command::new("ninja");
-        c.arg("-C").arg(&build).arg("-v");
-        self.env(&mut c);
-        let o = c.output().unwrap();
-        let out = String::from_utf8_lossy(&o.stdout).into_owned() + &err(&o);
-        assert_eq!(o.status.code(), Some(0), "{out}");
-        (conf, out)
-    }
-}
-
 #[test]
 fn cmake_hip_language_project_with_the_installed_package() {
     let d = workdir();
     let dir = d.path();
-    let p = PackageProject::new(dir);
+    let install = Install::new(dir);
     std::fs::write(dir.join("sqtt.toml"), "instrument_barriers = true\n").unwrap();
-    let (conf, out) = p.build("build", false, &[]);
+    let p = Project::new(
+        &install,
+        dir,
+        "cmake-hip",
+        "build",
+        "Ninja",
+        Route::HipLanguage,
+    );
+    let conf = p.configure(&[]);
     assert!(
-        conf.contains("sqtt_instrument(app): HIP sources get"),
+        conf.contains("sqtt_instrument(app): HIP sources launched through sqtt-hipcc"),
         "{conf}"
     );
+    let out = p.build(&[]);
     assert!(out.contains("--sqtt-launch"), "the launcher runs: {out}");
-    assert!(out.contains("-fpass-plugin="), "{out}");
     assert!(out.contains("--check"), "the post-build check runs: {out}");
     // Without -fgpu-rdc the link loads no plugin.
     assert!(!out.contains("--load-pass-plugin"), "{out}");
     // The binary carries the plugin's funcmap.
-    let o = driver(dir)
-        .arg("--check")
-        .arg(dir.join("build/app"))
-        .args(["--require", "user:work", "--require", "kernel:my_kernel"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    check_app(dir, &p.file("app"));
 
     // The same package on the C++ route: a plain clang++ compiling app.hip with -x hip.
-    let (conf, out) = p.build("build-cxx", true, &[]);
+    let p = Project::new(
+        &install,
+        dir,
+        "cmake-hip",
+        "build-cxx",
+        "Ninja",
+        Route::PlainClangCxx,
+    );
+    let conf = p.configure(&[]);
     assert!(
-        conf.contains("sqtt_instrument(app): CXX sources get"),
+        conf.contains("sqtt_instrument(app): CXX sources launched through sqtt-hipcc"),
         "{conf}"
     );
-    assert!(
-        out.contains("--sqtt-launch") && out.contains("-fpass-plugin="),
-        "{out}"
-    );
+    let out = p.build(&[]);
+    assert!(out.contains("--sqtt-launch"), "{out}");
     assert!(
         out.contains(&format!("{} ok kernels=1", p.arch)),
         "the post-build check's summary: {out}"
     );
+}
+
+/// `$(sqtt-hipcc --sqtt-flags=CLANG)` pasted into CMAKE_HIP_FLAGS: plain words, which CMake's
+/// compiler identification accepts (shell-quoted ones made it fail and built nothing), and a
+/// HIP-language project without the package builds instrumented; `=cmake` gives the same words
+/// as a CMake list.
+#[test]
+fn sqtt_flags_go_into_cmake_hip_flags() {
+    let d = workdir();
+    let dir = d.path();
+    let install = Install::new(dir);
+    let mut p = Project::new(
+        &install,
+        dir,
+        "cmake-hip",
+        "build",
+        "Ninja",
+        Route::HipLanguage,
+    );
+    p.source = dir.join("proj");
+    std::fs::create_dir_all(&p.source).unwrap();
+    std::fs::copy(
+        repo_root().join("tests/cmake-hip/app.hip"),
+        p.source.join("app.hip"),
+    )
+    .unwrap();
+    std::fs::write(
+        p.source.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.21)\nproject(p LANGUAGES CXX HIP)\n\
+         add_executable(app app.hip)\n",
+    )
+    .unwrap();
+    let flags = |form: &str| {
+        let clang = sqtt_e2e::toolchain::llvm_tool("clang++");
+        let o = p
+            .command(install.sqtt_hipcc(), &[])
+            .arg(format!("--sqtt-flags={form}{clang}"))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+        String::from_utf8(o.stdout).unwrap().trim().to_string()
+    };
+    let words = flags("");
+    assert!(!words.contains('\''), "no quotes: {words}");
+    assert!(
+        words.contains(" -fpass-plugin=") && words.ends_with(" -DSQTT_ENABLED=1"),
+        "{words}"
+    );
+    assert_eq!(flags("cmake:"), words.replace(' ', ";"));
+    let conf = p.configure_with_hip_flags(&words, &[]);
+    assert!(conf.contains("Check for working HIP compiler"), "{conf}");
+    p.build(&[]);
+    check_app(dir, &p.file("app"));
+}
+
+/// tests/cmake-hip's app carries its marker and kernel.
+fn check_app(dir: &Path, app: &Path) {
+    let o = driver(dir)
+        .arg("--check")
+        .arg(app)
+        .args(["--require", "user:work", "--require", "kernel:my_kernel"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
 }
 
 /// `-fgpu-rdc` on the package route, both routes: two translation units with markers, compiled
@@ -449,9 +406,14 @@ fn cmake_hip_language_project_with_the_installed_package() {
 fn cmake_package_route_with_gpu_rdc_numbers_markers_across_translation_units() {
     let d = workdir();
     let dir = d.path();
-    let p = PackageProject::new(dir);
-    for (build, cxx) in [("build-rdc", false), ("build-rdc-cxx", true)] {
-        let (_, out) = p.build(build, cxx, &["-DSQTT_RDC=ON"]);
+    let install = Install::new(dir);
+    for (build, route) in [
+        ("build-rdc", Route::HipLanguage),
+        ("build-rdc-cxx", Route::PlainClangCxx),
+    ] {
+        let p = Project::new(&install, dir, "cmake-hip", build, "Ninja", route);
+        p.configure(&["-DSQTT_RDC=ON"]);
+        let out = p.build(&[]);
         let link = out
             .lines()
             .find(|l| l.contains(" -o app ") && l.contains("-fgpu-rdc"))
@@ -467,7 +429,7 @@ fn cmake_package_route_with_gpu_rdc_numbers_markers_across_translation_units() {
         let o = driver(dir)
             .arg("--check")
             .arg("--json")
-            .arg(dir.join(build).join("app"))
+            .arg(p.file("app"))
             .args(["--require", "user:work", "--require", "user:second"])
             .args([
                 "--require",
@@ -480,7 +442,7 @@ fn cmake_package_route_with_gpu_rdc_numbers_markers_across_translation_units() {
         assert_eq!(o.status.code(), Some(0), "{build}: {}", err(&o));
         let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         let cos = report["files"][0]["code_objects"].as_array().unwrap();
-        assert_eq!(cos.len(), 1, "{build}: one gfx90a code object: {report}");
+        assert_eq!(cos.len(), 1, "{build}: one code object: {report}");
         let co = &cos[0];
         assert_eq!(co["status"], "ok", "{build}: {co}");
         // One funcmap written at the link, not one per translation unit.

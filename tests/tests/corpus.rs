@@ -9,13 +9,7 @@ use std::process::Command;
 use sqtt_e2e::toolchain::*;
 use sqtt_markers::Funcmap;
 
-const EVERYTHING: &[(&str, &str)] = &[
-    ("SQTT_INSTRUMENT_FUNCTIONS", "cost:50"),
-    ("SQTT_INSTRUMENT_BARRIERS", "1"),
-    ("SQTT_INSTRUMENT_MEMORY", "2:5"),
-    ("SQTT_SCOPE_CU", "0x1"),
-    ("SQTT_SCOPE_SIMD", "0x1"),
-];
+use sqtt_e2e::kernels::EVERY_FEATURE as EVERYTHING;
 
 const ADDRESSES: &[(&str, &str)] = &[
     ("SQTT_INSTRUMENT_FUNCTIONS", "10"),

@@ -89,7 +89,7 @@ fn compile_steps_get_plugin_include_and_define() {
         assert!(o.status.success(), "{given:?}: {}", stderr(&o));
         let extra = added(&fx.argv(), given);
         let options = sqtt_config::setting::instrumentation().count();
-        assert_eq!(extra.len(), 5 + 4 * options, "{extra:?}");
+        assert_eq!(extra.len(), 6 + 4 * options, "{extra:?}");
         assert_eq!(extra[0], "-Xarch_device");
         assert_eq!(
             extra[1],
@@ -98,8 +98,20 @@ fn compile_steps_get_plugin_include_and_define() {
         // The settings on the command line: the plugin loaded early (-fplugin) so that every
         // cc1's -mllvm parse knows its options, each option through -Xclang (never to lld).
         assert_eq!(extra[2], format!("-fplugin={}", plugin_path().display()));
+        // The plugin's content, for compiler caches (a plugin argument clang gives no one).
+        let hash = &extra[3]["-fplugin-arg-sqtt-sha256=".len()..];
+        assert!(
+            extra[3].starts_with("-fplugin-arg-sqtt-sha256="),
+            "{extra:?}"
+        );
+        let sum = Command::new("sha256sum")
+            .arg(plugin_path())
+            .output()
+            .unwrap();
+        let sum = String::from_utf8(sum.stdout).unwrap();
+        assert_eq!(hash, &sum[..16], "the plugin's content hash");
         for (i, o) in sqtt_config::setting::instrumentation().enumerate() {
-            let at = 3 + 4 * i;
+            let at = 4 + 4 * i;
             assert_eq!(
                 extra[at..at + 3],
                 s(&["-Xclang", "-mllvm", "-Xclang"]),
@@ -110,7 +122,7 @@ fn compile_steps_get_plugin_include_and_define() {
                 "{extra:?}"
             );
         }
-        let rest = &extra[3 + 4 * options..];
+        let rest = &extra[4 + 4 * options..];
         assert!(rest[0].starts_with("-I"), "{extra:?}");
         let inc = Path::new(&rest[0][2..]);
         for (rel, text) in sqtt_markers::HEADERS {
@@ -275,7 +287,7 @@ fn response_files_and_hipcc_variables_pass_unchanged() {
     let argv = fx.argv();
     assert_eq!(argv.last().map(String::as_str), Some("@args.rsp"));
     // The response file, then what a compile step gets (plugin, its options, include, define).
-    let added = 5 + 4 * sqtt_config::setting::instrumentation().count();
+    let added = 6 + 4 * sqtt_config::setting::instrumentation().count();
     assert_eq!(
         argv.len(),
         1 + added,

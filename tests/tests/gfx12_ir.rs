@@ -77,7 +77,7 @@ fn gfx1201_packs_the_clock_into_pass_made_headers_and_exits() {
     // barrier_wait before the lone wait (2), the numeric exit, the named exit.
     assert_eq!(packed_headers(&ir, 20), [18, 12, 4, 8, 1, 1], "{ir}");
     // The numeric point keeps its legacy value, through M0 (no imm while packing).
-    assert!(ir.contains("\"={m0},i\"(i32 20)"), "{ir}");
+    assert!(ir.contains("\"={m0},i,i\"(i32 20, i32 3)"), "{ir}");
     assert!(!ir.contains("s_ttracedata_imm"), "{ir}");
     assert!(!ir.contains("s.ttracedata.imm"), "{ir}");
     assert!(

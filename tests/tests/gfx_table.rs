@@ -77,12 +77,17 @@ fn the_plugin_instruments_every_gfx9_or_later_processor_in_its_generations_form(
         }
         assert!(out.status.success(), "{cpu}: {err}");
         let imm: Vec<u32> = ir.lines().filter_map(imm_record_value).collect();
-        let m0 = ir.matches("\"s_mov_b32 m0, $1\\0A\\09s_nop ").count();
+        let record = "\"s_mov_b32 m0, $1\\0As_nop $2\\0As_ttracedata\", \"={m0},i,i\"";
+        let m0 = ir.matches(record).count();
         if row.generation.has_ttracedata_imm() {
             assert_eq!((imm.as_slice(), m0), (&[6, 1][..], 0), "{cpu}: {ir}");
         } else {
             assert_eq!((imm.len(), m0), (0, 2), "{cpu}: {ir}");
-            assert!(ir.contains("s_nop 0\\0A\\09s_ttracedata"), "{cpu}: {ir}");
+            let nop = row.generation.m0_trace_nop();
+            assert!(
+                ir.contains(&format!("{record}(i32 6, i32 {nop})")),
+                "{cpu}: {ir}"
+            );
         }
     }
 }

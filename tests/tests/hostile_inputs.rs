@@ -33,6 +33,80 @@ fn far_bundle(far: usize) -> Vec<u8> {
     )
 }
 
+/// A thread that truncates a file (to nothing, a page, half) and writes its whole contents back,
+/// in place (the same inode), over and over until [`Rewriter::stop`].
+struct Rewriter {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<u64>,
+}
+
+impl Rewriter {
+    /// Writes `full` to `path`, then starts rewriting it.
+    fn start(path: &Path, full: Vec<u8>) -> Rewriter {
+        std::fs::write(path, &full).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (path, stop) = (path.to_path_buf(), stop.clone());
+            std::thread::spawn(move || {
+                let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+                let mut rounds = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    for len in [0, 4096, full.len() as u64 / 2] {
+                        f.set_len(len).unwrap();
+                        f.seek(SeekFrom::Start(0)).unwrap();
+                        f.write_all(&full).unwrap();
+                    }
+                    rounds += 1;
+                }
+                rounds
+            })
+        };
+        Rewriter { stop, thread }
+    }
+
+    /// Stops the rewriting; gives how many rounds it made, checked to be more than a few (so
+    /// the reads really ran against it).
+    fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        let rounds = self.thread.join().unwrap();
+        assert!(rounds > 10, "the rewriter ran only {rounds} rounds");
+        rounds
+    }
+}
+
+/// `read_path` reads a file truncated and rewritten in place thousands of times: every read
+/// gives a result (the whole data, never a mix of a truncated and a rewritten file) or an error,
+/// the process gets no signal (a signal would kill this test), and the loop ends in bounded
+/// time. The last entry lies 256 KiB into the file, so reading it touches pages a truncation
+/// removes: mapped, this died with SIGBUS.
+#[test]
+fn reading_while_rewritten_in_place_never_signals() {
+    let dir = scratch("read-race");
+    let path = dir.join("racy.bundle");
+    let writer = Rewriter::start(&path, far_bundle(256 << 10));
+    let start = Instant::now();
+    let (mut ok, mut errors, mut shrank) = (0, 0, 0);
+    while ok + errors < 3000 && start.elapsed() < Duration::from_secs(20) {
+        match sqtt_codeobj::read_path(&path) {
+            Ok(cos) => {
+                assert_eq!(cos.len(), 1);
+                assert_eq!(cos[0].size, 256 << 10);
+                ok += 1
+            }
+            Err(e) => {
+                errors += 1;
+                if e.to_string().contains("shrank") {
+                    shrank += 1;
+                }
+            }
+        }
+    }
+    let rounds = writer.stop();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(ok + errors, 3000, "3000 reads did not finish in 20 s");
+    eprintln!("{ok} read, {errors} errors ({shrank} saw the file shrink), {rounds} rewrites");
+}
+
 /// Thousands of `--check` reads (50 processes of 80 files each) of a file truncated and
 /// rewritten in place the whole time: every process exits with a status (0, 1 or 2), none is
 /// killed by a signal (mapped, 26 of 11,730 runs died with SIGBUS), within a few seconds.
@@ -40,25 +114,7 @@ fn far_bundle(far: usize) -> Vec<u8> {
 fn check_of_a_file_rewritten_meanwhile_never_dies_of_a_signal() {
     let dir = scratch("race");
     let path = dir.join("racy.bundle");
-    let full = far_bundle(512 << 10);
-    std::fs::write(&path, &full).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let (path, stop, full) = (path.clone(), stop.clone(), full.clone());
-        std::thread::spawn(move || {
-            let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-            let mut rounds = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                for len in [0, 4096, full.len() as u64 / 2] {
-                    f.set_len(len).unwrap();
-                    f.seek(SeekFrom::Start(0)).unwrap();
-                    f.write_all(&full).unwrap();
-                }
-                rounds += 1;
-            }
-            rounds
-        })
-    };
+    let writer = Rewriter::start(&path, far_bundle(512 << 10));
     let start = Instant::now();
     let mut codes = [0usize; 3];
     let args: Vec<&Path> = vec![Path::new("racy.bundle"); 80];
@@ -80,9 +136,7 @@ fn check_of_a_file_rewritten_meanwhile_never_dies_of_a_signal() {
         assert!(!err.contains("panicked"), "{err}");
         codes[code as usize] += 1;
     }
-    stop.store(true, Ordering::Relaxed);
-    let rounds = writer.join().unwrap();
-    assert!(rounds > 10, "the rewriter ran only {rounds} rounds");
+    let rounds = writer.stop();
     assert!(
         start.elapsed() < Duration::from_secs(60),
         "4000 reads took {:?}",

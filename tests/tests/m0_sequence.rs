@@ -29,11 +29,6 @@ fn known_targets() -> Vec<&'static str> {
     yes
 }
 
-fn nop_of(cpu: &str) -> u32 {
-    let target = sqtt_gfx::Target::lookup(cpu).expect("a target of the gfx table");
-    target.generation.m0_trace_nop()
-}
-
 /// A kernel with every kind of record: 70 named points (IDs above 63 go through M0 on RDNA too),
 /// a named enter/exit, a data marker (header + payload), a numeric markers.hpp record too large
 /// for `s_ttracedata_imm`, and a global load and store for address tracing (EXEC + lane loop).
@@ -85,32 +80,6 @@ attributes #0 = {{ "target-cpu"="{cpu}" }}
 /// opt with the plugin, llc to an object, llvm-objdump: the instructions.
 fn isa(cpu: &str, env: &[(&str, &str)]) -> Vec<String> {
     llc_objdump(&opt_sqtt_ok(&kernel(cpu), env), cpu)
-}
-
-/// Every `s_ttracedata` is `s_mov_b32 m0, <value>` / `s_nop N` / `s_ttracedata`. Returns the
-/// value operands, in order.
-fn m0_values(insts: &[String], nop: u32, what: &str) -> Vec<String> {
-    let nop = format!("s_nop {nop}");
-    let mut values = Vec::new();
-    for (i, inst) in insts.iter().enumerate() {
-        if inst != "s_ttracedata" {
-            continue;
-        }
-        let context = insts[i.saturating_sub(4)..(i + 2).min(insts.len())].join("\n  ");
-        assert!(
-            i >= 2 && insts[i - 1] == nop,
-            "{what}: s_ttracedata #{} not directly after `{nop}`:\n  {context}",
-            values.len()
-        );
-        let value = insts[i - 2].strip_prefix("s_mov_b32 m0, ").unwrap_or_else(|| {
-            panic!(
-                "{what}: `{nop}` before s_ttracedata #{} not directly after s_mov_b32 m0:\n  {context}",
-                values.len()
-            )
-        });
-        values.push(value.to_string());
-    }
-    values
 }
 
 fn is_sgpr(v: &str) -> bool {

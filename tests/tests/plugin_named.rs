@@ -639,7 +639,7 @@ attributes #0 = { "target-cpu"="gfx1030" }
 /// Every row group of a real compile, as AMD's pass lays them out: functions by ID, kernels,
 /// named markers (each `R:` row right after its marker), barrier and memory points; every row
 /// ends in a newline and a NUL ends the section. The exact bytes of the code object's section,
-/// at -O0 (late phase only: named IDs after the system ones) and -O3 (early names compacted).
+/// at -O0 (late phase only: AMD's -O0 order) and -O3 (early names compacted).
 #[test]
 fn funcmap_bytes_follow_amds_layout_in_a_real_code_object() {
     const SRC: &str = r#"#include <hip/hip_runtime.h>
@@ -671,11 +671,15 @@ __global__ void second(float *d) {
         ("SQTT_INSTRUMENT_BARRIERS", "1"),
         ("SQTT_INSTRUMENT_MEMORY", "1:0"),
     ];
-    let head = "F:1:_Z6helperPfi@k.hip:4\nK:_Z5firstPfi@k.hip:10\nK:_Z6secondPf@k.hip:19\n";
+    let kernels = "K:_Z5firstPfi@k.hip:10\nK:_Z6secondPf@k.hip:19\n";
+    // -O0: AMD's order there, the system IDs first, then `helper` (first in the module), then
+    // the kernels' names.
     let o0 = format!(
-        "{head}U:7:phase\nP:8:value\nR:8:extra_payload_count=1\nP:9:tick\n\
-         P:2:barrier_signal\nP:3:barrier_wait\nP:4:barrier\nP:5:vmem_load\nP:6:vmem_store\n\0"
+        "F:6:_Z6helperPfi@k.hip:4\n{kernels}U:7:phase\nP:8:value\nR:8:extra_payload_count=1\n\
+         P:9:tick\nP:1:barrier_signal\nP:2:barrier_wait\nP:3:barrier\nP:4:vmem_load\n\
+         P:5:vmem_store\n\0"
     );
+    let head = format!("F:1:_Z6helperPfi@k.hip:4\n{kernels}");
     let o3 = format!(
         "{head}U:2:phase\nP:3:value\nR:3:extra_payload_count=1\nP:4:tick\n\
          P:5:barrier_signal\nP:6:barrier_wait\nP:7:barrier\nP:8:vmem_load\nP:9:vmem_store\n\0"

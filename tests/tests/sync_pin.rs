@@ -1,7 +1,7 @@
 //! The sync pin of numeric markers (issue 12, item 2): under the scope filter, a marker directly
 //! before a workgroup sync ends with a `sched_barrier` right before it, so that the sync stays
 //! the first instruction after the marker; a marker with other work before the sync is pinned
-//! before that work. Numeric markers (markers.hpp's `sched_barrier` / `asm "{m0}"` /
+//! before that work. Numeric markers (markers.hpp's `sched_barrier` / M0 record asm /
 //! `sched_barrier`) used to look one instruction too far. The scope check is in the record's
 //! asm (no `sqtt.trace` block), so the marker is pinned on both sides as without the filter.
 
@@ -16,7 +16,7 @@ declare void @llvm.amdgcn.sched.barrier(i32)
 define amdgpu_kernel void @k(ptr addrspace(1) %p) #0 {{
   store i32 1, ptr addrspace(1) %p
   call void @llvm.amdgcn.sched.barrier(i32 0)
-  call void asm sideeffect "s_nop 0\0A\09s_ttracedata", "{{m0}}"(i32 300)
+  %m0 = call i32 asm sideeffect "s_mov_b32 m0, $1\0As_nop $2\0As_ttracedata", "={{m0}},i,i"(i32 300, i32 0)
   call void @llvm.amdgcn.sched.barrier(i32 0)
 {after}
   ret void

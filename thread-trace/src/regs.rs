@@ -83,18 +83,19 @@ impl Reg {
     ];
 }
 
-/// The register family of GC `gc` (the generation whose thread-trace registers it has), if
-/// this crate knows it: GC 9.4.2, 9.4.3 and 9.5.0 (CDNA 2, 3 and 4), 11.0.x and 11.5.x (RDNA 3,
-/// 3.5), 12.0.x (RDNA 4). The families: GFX9 has SQ_THREAD_TRACE_BASE/BASE2/SIZE/MODE, a GFX9
-/// layout; GFX11 SQ_THREAD_TRACE_BUF0_BASE and BUF0_SIZE (with the address's top bits); GFX12
-/// SQ_THREAD_TRACE_BUF0_SIZE, BUF0_BASE_LO and BUF0_BASE_HI.
+/// The register family of GC `gc` (the generation whose thread-trace registers it has): the
+/// generation of its row in sqtt-gfx's table ([`GcVersion::target`]: the GC versions known are
+/// the table's), when this crate has that generation's registers. The families: GFX9 has
+/// SQ_THREAD_TRACE_BASE/BASE2/SIZE/MODE, a GFX9 layout; GFX11 SQ_THREAD_TRACE_BUF0_BASE and
+/// BUF0_SIZE (with the address's top bits); GFX12 SQ_THREAD_TRACE_BUF0_SIZE, BUF0_BASE_LO and
+/// BUF0_BASE_HI.
 pub fn family(gc: GcVersion) -> Option<Generation> {
-    match (gc.major, gc.minor, gc.step) {
-        (9, 4, 2) | (9, 4, 3) | (9, 5, 0) => Some(Generation::Gfx9),
-        (11, 0, _) | (11, 5, _) => Some(Generation::Gfx11),
-        (12, 0, _) => Some(Generation::Gfx12),
-        _ => None,
-    }
+    let generation = gc.target()?.generation;
+    matches!(
+        generation,
+        Generation::Gfx9 | Generation::Gfx11 | Generation::Gfx12
+    )
+    .then_some(generation)
 }
 
 /// The dword address of `reg` in `family`, if the family has it.

@@ -2,19 +2,47 @@
 //! (prints a table; not a test). `cargo bench -p sqtt-tools` generates a rocprofv3-like directory
 //! of SQTT_BENCH_RECORDS shaderdata records (default 10 million; marker-heavy: nested scopes,
 //! fused transitions, points and data payloads of many interleaved waves on 4 shader engines),
-//! a quarter-size one beside it (does memory grow with the trace?) and a packed gfx12 one. Each
+//! a quarter-size one beside it (does memory grow with the trace?), a packed gfx12 one and a
+//! quarter-size one of short waves on 2 shader engines (the Perfetto files' per-wave parts). Each
 //! tool runs as a `sqtt` child process of this tree and of the baseline (`SQTT_BENCH_BASELINE`:
 //! a git revision, default `main`, built once in the temporary directory; a `sqtt` binary; or
 //! `none`), alternating, so both are measured in the same run under the same load; the table
 //! gives records per CPU second of the child, their ratio, peak RSS and whether both wrote the
-//! same bytes. `--gen DIR N [packed]` only writes a directory (for profiling).
+//! same bytes; a second table gives the Perfetto files' sizes. `--gen DIR N [packed|short]` only
+//! writes a directory (for profiling).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const SES: u32 = 4;
 const SLOTS_PER_SE: u32 = 32;
+
+/// The shape of a generated trace.
+#[derive(Clone, Copy)]
+struct Shape {
+    packed: bool,
+    /// Shader engines.
+    ses: u32,
+    /// Records a wave's program runs: at least `min`, up to `min + spread`.
+    wave_min: u32,
+    wave_spread: u32,
+}
+
+impl Shape {
+    const LONG: Shape = Shape {
+        packed: false,
+        ses: 4,
+        wave_min: 200,
+        wave_spread: 400,
+    };
+    fn name(&self) -> &'static str {
+        match (self.packed, self.wave_min < 100) {
+            (true, _) => "packed gfx12",
+            (false, false) => "legacy",
+            (false, true) => "short waves, 2 SEs",
+        }
+    }
+}
 const CHUNK: u64 = 1_000_000;
 
 #[path = "../tests/support/rng.rs"]
@@ -55,7 +83,8 @@ struct WaveState {
 /// Writes the directory with about `total` records, streaming. `packed`: a gfx12 code object
 /// with 12 clock bits at shift 4; headers carry the shader clock of their issue (a per-SIMD
 /// phase, a varying delay), and no payloads.
-fn generate(root: &Path, total: u64, packed: bool) {
+fn generate(root: &Path, total: u64, shape: Shape) {
+    let packed = shape.packed;
     std::fs::create_dir_all(root).unwrap();
     let map = sqtt_markers::Funcmap::parse_str(&funcmap_text(packed)).unwrap();
     let enc = map.marker_encoding();
@@ -66,13 +95,13 @@ fn generate(root: &Path, total: u64, packed: bool) {
     .unwrap();
     let ui = root.join("ui_output_bench");
     std::fs::create_dir_all(&ui).unwrap();
-    let per_se = total / u64::from(SES);
+    let per_se = total / u64::from(shape.ses);
     let mut listing = serde_json::Map::new();
     // Occupancy rows as text: JSON values of tens of thousands of waves would raise this
     // process's peak RSS, which the children's measured peaks include (see `run_tool`).
     let mut occ = String::from("{");
     let mut rng = Rng(0x1234_5678_9abc_def1);
-    for se in 0..SES {
+    for se in 0..shape.ses {
         let mut files = Vec::new();
         let mut occ_rows: Vec<String> = Vec::new();
         let mut waves: Vec<WaveState> = (0..SLOTS_PER_SE)
@@ -100,7 +129,7 @@ fn generate(root: &Path, total: u64, packed: bool) {
                 }
                 w.start = t;
                 occ_rows.push(format!("[{t},{cu},{simd},{wave},1,1,0,0,0,0,0]"));
-                w.left = 200 + (rng.next() % 400) as u32;
+                w.left = shape.wave_min + (rng.next() % u64::from(shape.wave_spread)) as u32;
                 t += 10;
             }
             let legacy: u32 = if w.pending_payload {
@@ -184,6 +213,8 @@ struct Cost {
     rss_kib: u64,
     /// A digest of what it wrote (stdout and output files), to show both versions agree.
     digest: u64,
+    /// Bytes of the output files (not stdout).
+    bytes: u64,
 }
 
 /// Runs `sqtt TOOL DIR` with binary `exe` and measures it with `wait4` (only the child's own
@@ -232,6 +263,11 @@ fn run_tool(exe: &Path, tool: &str, dir: &Path) -> Result<Cost, String> {
         .collect();
     files.sort();
     let mut digest = 0xcbf2_9ce4_8422_2325u64;
+    let bytes = files
+        .iter()
+        .filter(|f| **f != stdout)
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .sum();
     for f in &files {
         let mut r = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(f).unwrap());
         loop {
@@ -251,6 +287,7 @@ fn run_tool(exe: &Path, tool: &str, dir: &Path) -> Result<Cost, String> {
         cpu: secs(ru.ru_utime) + secs(ru.ru_stime),
         rss_kib: ru.ru_maxrss as u64,
         digest,
+        bytes,
     })
 }
 
@@ -327,11 +364,15 @@ fn load_average() -> String {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() >= 4 && args[1] == "--gen" {
-        generate(
-            Path::new(&args[2]),
-            args[3].parse().unwrap(),
-            args.len() > 4,
-        );
+        let shape = match args.get(4).map(String::as_str) {
+            Some("packed") => Shape {
+                packed: true,
+                ..Shape::LONG
+            },
+            Some("short") => SHORT_WAVES,
+            _ => Shape::LONG,
+        };
+        generate(Path::new(&args[2]), args[3].parse().unwrap(), shape);
         return;
     }
     if args.iter().any(|a| a == "--list" || a == "--test") {
@@ -358,7 +399,18 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|");
     let mut floor_kib = 0;
-    for (n, packed) in [(total / 4, false), (total, false), (total, true)] {
+    // (trace, tool, records, bytes before, bytes after)
+    let mut sizes: Vec<(&str, &str, u64, Option<u64>, u64)> = Vec::new();
+    let packed = Shape {
+        packed: true,
+        ..Shape::LONG
+    };
+    for (n, shape) in [
+        (total / 4, Shape::LONG),
+        (total, Shape::LONG),
+        (total, packed),
+        (total / 4, SHORT_WAVES),
+    ] {
         // In memory (tmpfs) when there is one, so the figures are the tools' and not the disk's.
         let tmp = std::env::var_os("SQTT_BENCH_DIR")
             .map(PathBuf::from)
@@ -371,8 +423,8 @@ fn main() {
                 }
             });
         let dir = tempfile::tempdir_in(&tmp).unwrap();
-        generate(dir.path(), n, packed);
-        let kind = if packed { "packed gfx12" } else { "legacy" };
+        generate(dir.path(), n, shape);
+        let kind = shape.name();
         for tool in ["flamegraph", "perfetto", "perfetto-json"] {
             let mut after: Option<Cost> = None;
             let mut before: Option<Cost> = None;
@@ -398,6 +450,9 @@ fn main() {
                 floor_kib = floor_kib.max(own_rss_kib());
             }
             let a = after.unwrap();
+            if tool != "flamegraph" {
+                sizes.push((kind, tool, n, before.as_ref().map(|b| b.bytes), a.bytes));
+            }
             let rate = |c: &Cost| n as f64 / c.cpu / 1e6;
             match &before {
                 Some(b) => println!(
@@ -423,4 +478,30 @@ fn main() {
         load_average(),
         floor_kib.div_ceil(1024)
     );
+    // The Perfetto files' sizes: JSON / protobuf, before and after.
+    println!();
+    println!("| trace | records | before JSON | before pftrace | before ratio | after JSON | after pftrace | after ratio |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for pair in sizes.chunks(2) {
+        let [(kind, _, n, pb_before, pb_after), (_, _, _, js_before, js_after)] = pair else {
+            continue;
+        };
+        let ratio = |j: u64, p: u64| j as f64 / p.max(1) as f64;
+        let before = match (js_before, pb_before) {
+            (Some(j), Some(p)) => format!("{j} | {p} | {:.2}x", ratio(*j, *p)),
+            _ => "- | - | -".to_string(),
+        };
+        println!(
+            "| {kind} | {n} | {before} | {js_after} | {pb_after} | {:.2}x |",
+            ratio(*js_after, *pb_after)
+        );
+    }
 }
+
+/// Many short waves on two engines: the per-wave descriptors weigh in the Perfetto files.
+const SHORT_WAVES: Shape = Shape {
+    packed: false,
+    ses: 2,
+    wave_min: 20,
+    wave_spread: 40,
+};

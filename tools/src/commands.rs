@@ -4,11 +4,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::diag::{Diagnostics, Progress};
-use crate::engine::{Names, Options, RunStats, Trace};
+use crate::engine::{Names, Options, RunStats, Sink, Trace};
 use crate::error::Error;
 use crate::flamegraph::Flamegraph;
 use crate::memory::MemoryReport;
-use crate::output::AtomicFile;
+use crate::output;
 use crate::perfetto::json::JsonEncoder;
 use crate::perfetto::proto::ProtoEncoder;
 use crate::perfetto::{Format, Timeline};
@@ -31,7 +31,10 @@ impl Totals {
     fn check(&self, root: &Path, trace: &Trace) -> Result<(), Error> {
         let mut why: Vec<String> = trace.dir.warnings.clone();
         why.extend(trace.file_errors.iter().cloned());
-        let why: String = why.iter().map(|w| format!("\n  {w}")).collect();
+        let why: String = why
+            .iter()
+            .map(|w| format!("\n  {}", sqtt_files::output::printable(w)))
+            .collect();
         if self.run.records == 0 && self.run.files_bad > 0 {
             return Err(Error::Unusable(format!(
                 "{}: none of the {} shaderdata files could be read:{why}",
@@ -53,8 +56,29 @@ impl Totals {
 
 fn open(dir: &Path, opts: &Options, progress: &dyn Progress) -> Result<Trace, Error> {
     let trace = Trace::open_route(dir, &opts.code_objects, opts.input)?;
+    trace.check_outputs(&opts.outputs, opts.to_stdout)?;
     progress.set_total(trace.shaderdata_bytes());
     Ok(trace)
+}
+
+/// Runs `sink` over every ui directory of `dir`: the warnings, and the counts (an error when
+/// nothing could be read).
+pub fn read<S: Sink>(
+    dir: &Path,
+    opts: &Options,
+    names: &mut Names,
+    sink: &mut S,
+    progress: &dyn Progress,
+) -> Result<(Diagnostics, Totals), Error> {
+    let mut trace = open(dir, opts, progress)?;
+    let mut totals = Totals::default();
+    for ui in trace.dir.ui_dirs.clone() {
+        let st = trace.run_ui(&ui, opts, names, sink, progress)?;
+        totals.add(&st);
+    }
+    progress.finish();
+    totals.check(dir, &trace)?;
+    Ok((trace.diag, totals))
 }
 
 /// Result of `sqtt flamegraph`.
@@ -70,17 +94,9 @@ pub fn flamegraph(
     opts: &Options,
     progress: &dyn Progress,
 ) -> Result<FlamegraphOutput, Error> {
-    let mut trace = open(dir, opts, progress)?;
     let mut names = Names::default();
     let mut fg = Flamegraph::new();
-    let mut totals = Totals::default();
-    for ui in trace.dir.ui_dirs.clone() {
-        let st = trace.run_ui(&ui, opts, &mut names, &mut fg, progress)?;
-        totals.add(&st);
-    }
-    progress.finish();
-    totals.check(dir, &trace)?;
-    let mut diag = trace.diag;
+    let (mut diag, totals) = read(dir, opts, &mut names, &mut fg, progress)?;
     fg.report(&mut diag);
     Ok(FlamegraphOutput {
         folded: fg.folded(&names),
@@ -109,7 +125,31 @@ pub fn perfetto(
     progress: &dyn Progress,
 ) -> Result<PerfettoOutput, Error> {
     let mut trace = open(dir, opts, progress)?;
+    let paths: Vec<PathBuf> = trace
+        .dir
+        .ui_dirs
+        .iter()
+        .map(|ui| {
+            let target_dir = match out_dir {
+                Some(o) => o.to_path_buf(),
+                None => ui
+                    .path
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| PathBuf::from(".")),
+            };
+            target_dir.join(format!("{}{}", ui.name, format.suffix()))
+        })
+        .collect();
+    // Every output is checked before the first is opened.
+    trace.check_outputs(&paths, false)?;
     if let Some(o) = out_dir {
+        if o.exists() && !o.is_dir() {
+            return Err(Error::BadOutput(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("cannot write into {}: it is not a directory", o.display()),
+            )));
+        }
         std::fs::create_dir_all(o).map_err(|e| Error::io(o, e))?;
     }
     let mut names = Names::default();
@@ -117,30 +157,20 @@ pub fn perfetto(
     let mut files = Vec::new();
     let mut pending = Vec::new();
     let mut events = 0;
-    for ui in trace.dir.ui_dirs.clone() {
-        let target_dir = match out_dir {
-            Some(o) => o.to_path_buf(),
-            None => ui
-                .path
-                .parent()
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| PathBuf::from(".")),
-        };
-        let path = target_dir.join(format!("{}{}", ui.name, format.suffix()));
-        let f = AtomicFile::create(&path).map_err(|e| Error::io(&path, e))?;
+    for (ui, path) in trace.dir.ui_dirs.clone().iter().zip(paths) {
+        let f = output::create(&path)?;
         let (st, n, f) = match format {
             Format::Protobuf => {
-                let mut sink = Timeline::new(ProtoEncoder::new(f, clock_ghz));
-                let st = trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?;
+                let mut sink = Timeline::new(ProtoEncoder::new(f), clock_ghz);
+                let st = trace.run_ui(ui, opts, &mut names, &mut sink, progress)?;
                 sink.report(&mut trace.diag);
                 let n = sink.events();
                 (st, n, sink.into_encoder().finish())
             }
             Format::Json => {
-                let enc =
-                    JsonEncoder::new(f, &ui.name, clock_ghz).map_err(|e| Error::io(&path, e))?;
-                let mut sink = Timeline::new(enc);
-                let st = trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?;
+                let enc = JsonEncoder::new(f, &ui.name, clock_ghz).map_err(Error::Write)?;
+                let mut sink = Timeline::new(enc, clock_ghz);
+                let st = trace.run_ui(ui, opts, &mut names, &mut sink, progress)?;
                 sink.report(&mut trace.diag);
                 let n = sink.events();
                 (st, n, sink.into_encoder().finish())
@@ -148,14 +178,13 @@ pub fn perfetto(
         };
         totals.add(&st);
         events += n;
-        pending.push(f.map_err(|e| Error::io(&path, e))?);
+        pending.push(f.map_err(Error::Write)?);
         files.push(path);
     }
     progress.finish();
     totals.check(dir, &trace)?;
     for f in pending {
-        let path = f.target().to_path_buf();
-        f.commit().map_err(|e| Error::io(&path, e))?;
+        f.commit().map_err(Error::Write)?;
     }
     Ok(PerfettoOutput {
         files,
@@ -179,19 +208,12 @@ pub fn stats(
     opts: &Options,
     progress: &dyn Progress,
 ) -> Result<StatsOutput, Error> {
-    let mut trace = open(dir, opts, progress)?;
     let mut names = Names::default();
     let mut sink = Stats::new();
-    let mut totals = Totals::default();
-    for ui in trace.dir.ui_dirs.clone() {
-        let st = trace.run_ui(&ui, opts, &mut names, &mut sink, progress)?;
-        totals.add(&st);
-    }
-    progress.finish();
-    totals.check(dir, &trace)?;
+    let (diag, totals) = read(dir, opts, &mut names, &mut sink, progress)?;
     Ok(StatsOutput {
         report: sink.report(&names, clock_ghz),
-        diag: trace.diag,
+        diag,
         totals,
     })
 }
@@ -216,7 +238,8 @@ pub fn memory<W: Write>(
     let mut trace = open(dir, opts, progress)?;
     let mut names = Names::default();
     let mut totals = Totals::default();
-    let out_err = |e| Error::io(Path::new("<memory output>"), e);
+    // The writer's errors name it (`output::Output`, `output::Stdout`).
+    let out_err = Error::Write;
     let mut report = MemoryReport::new(out, access_size).map_err(out_err)?;
     for ui in trace.dir.ui_dirs.clone() {
         report.set_dir(&ui.name);

@@ -3,6 +3,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use sqtt_files::output::printable;
+
 /// Counted warnings: each kind is reported once with its count and the first example.
 #[derive(Debug, Default, Clone)]
 pub struct Diagnostics {
@@ -55,7 +57,7 @@ impl fmt::Display for Diagnostics {
             if e.is_empty() {
                 writeln!(f, "warning: {c} {k}")?;
             } else {
-                writeln!(f, "warning: {c} {k} (first: {e})")?;
+                writeln!(f, "warning: {c} {k} (first: {})", printable(e))?;
             }
         }
         Ok(())
@@ -85,6 +87,12 @@ pub mod kind {
         "records out of time order in their shader engine's files (put in time order)";
     pub const TOO_LATE: &str =
         "records out of time order by more than the sorting window (used where they fall)";
+    pub const REPEATED_LISTING: &str =
+        "shaderdata files listed more than once in filenames.json (each read once)";
+    pub const AFTER_END: &str =
+        "records after the end of their wave in occupancy.json (placed at the wave's end)";
+    pub const NO_LENGTH: &str =
+        "waves in occupancy.json with neither an end nor a record (left out: their length is unknown)";
     pub const NORMALISED: &str =
         "code objects whose packed headers att_tool already restored and corrected (not corrected again)";
 }

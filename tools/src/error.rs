@@ -40,10 +40,17 @@ pub enum Error {
     /// A code object file `sqtt-codeobj` could not read (the message names the file).
     #[error("{0}")]
     CodeObject(String),
-    #[error("{}: no ui directory (one holding filenames.json or shaderdata_*.json) found in it or below it: not a rocprofv3 --att output directory", .0.display())]
+    #[error("{}: no ui directory (one holding filenames.json or shaderdata_*.json) found in it or at most {} levels below it (the search goes no deeper): not a rocprofv3 --att output directory, or its ui directories lie deeper (give a directory nearer them)", .0.display(), crate::input::MAX_UI_LEVELS)]
     NotATraceDir(PathBuf),
     #[error("nothing usable: {0}")]
     Unusable(String),
+    /// An output that cannot be one: one of the inputs, or a directory (a usage error). The
+    /// message names it.
+    #[error("{0}")]
+    BadOutput(std::io::Error),
+    /// An output that could not be created or written (the message names it).
+    #[error("{0}")]
+    Write(std::io::Error),
 }
 
 impl Error {
@@ -53,6 +60,11 @@ impl Error {
             Error::Json { records, .. } | Error::Syntax { records, .. } => Some(*records),
             _ => None,
         }
+    }
+
+    /// Whether this is a closed pipe on an output (the reader stopped early: not a failure).
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, Error::Write(e) if crate::output::is_broken_pipe(e))
     }
 
     pub fn io(path: &Path, error: std::io::Error) -> Error {

@@ -9,6 +9,7 @@ use std::io::Write;
 
 use crate::diag::{kind, Diagnostics};
 use crate::engine::{Marker, Names, ScopeOp, Sink, Wave};
+use sqtt_files::output::printable;
 
 /// Stack trie with cycle weights.
 #[derive(Debug, Default)]
@@ -184,7 +185,7 @@ impl Flamegraph {
             let mut n = i as u32;
             while n != 0 {
                 let node = &self.nodes[n as usize];
-                frames.push(names.get(node.frame));
+                frames.push(folded_frame(names.get(node.frame)));
                 n = node.parent;
             }
             frames.reverse();
@@ -199,6 +200,15 @@ impl Flamegraph {
         let ex = self.first_unmatched.clone().unwrap_or_default();
         diag.warn_n(kind::UNMATCHED_ENTER, self.unmatched_enter, || ex);
         diag.warn_n(kind::UNMATCHED_EXIT, self.unmatched_exit, String::new);
+    }
+}
+
+/// A frame name as the folded format can hold it: [`printable`] (a newline would split the
+/// line, an escape sequence reach the terminal), and `;`, the frame separator, as `\x3b`.
+pub fn folded_frame(name: &str) -> std::borrow::Cow<'_, str> {
+    match printable(name) {
+        n if n.contains(';') => std::borrow::Cow::Owned(n.replace(';', "\\x3b")),
+        n => n,
     }
 }
 
@@ -270,11 +280,10 @@ pub fn write_folded<W: Write>(out: &mut W, folded: &[(String, u64)]) -> std::io:
 }
 
 /// Writes an SVG flamegraph of the folded stacks with inferno.
-pub fn write_svg<W: Write>(out: W, folded: &[(String, u64)], title: &str) -> Result<(), String> {
+pub fn write_svg<W: Write>(out: W, folded: &[(String, u64)], title: &str) -> std::io::Result<()> {
     let lines: Vec<String> = folded.iter().map(|(s, c)| format!("{s} {c}")).collect();
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
     opts.count_name = "cycles".to_string();
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
-        .map_err(|e| e.to_string())
 }

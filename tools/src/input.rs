@@ -31,6 +31,16 @@ pub struct UiDir {
     /// A dispatch's raw traces instead (`shaderdata` then lists its `.att` files by shader
     /// engine): see [`crate::raw`].
     pub raw: Option<std::sync::Arc<crate::raw::RawDomain>>,
+    /// Listings of `filenames.json` that name a file listed before (each file is read once, at
+    /// its first place in time order).
+    pub repeated_listings: Repeated,
+}
+
+/// Repeated listings: how many, and the first file listed again.
+#[derive(Debug, Clone, Default)]
+pub struct Repeated {
+    pub count: u64,
+    pub first: Option<PathBuf>,
 }
 
 /// A whole output directory.
@@ -47,9 +57,12 @@ pub struct TraceDir {
     pub warnings: Vec<String>,
 }
 
-/// How deep below the given directory ui directories and code objects are looked for
-/// (`DIR/<host>/<pid>/<ui dir>` is 3).
+/// How deep below the given directory ui directories and code objects are looked for: the
+/// directories searched for them are at most this many levels below it.
 const MAX_DEPTH: usize = 6;
+/// How many levels below the given directory a ui directory is found at most
+/// (`DIR/<host>/<pid>/<ui dir>` is 3).
+pub const MAX_UI_LEVELS: usize = MAX_DEPTH + 1;
 
 /// Ui directories and code object files under `dir`, recursively (symbolic links to
 /// directories are not followed).
@@ -109,7 +122,7 @@ pub const MAX_STREAMED_JSON: u64 = 1 << 40;
 /// and at most `max` bytes (`what` names the kind of file in that message).
 pub fn open_input(path: &Path, max: u64, what: &str) -> Result<std::io::Take<File>, Error> {
     use std::io::Read;
-    let (file, len) = sqtt_codeobj::file::open_regular(path).map_err(|e| Error::io(path, e))?;
+    let (file, len) = sqtt_files::input::open_regular(path).map_err(|e| Error::io(path, e))?;
     if len > max {
         return Err(Error::Malformed {
             path: path.to_path_buf(),
@@ -283,9 +296,233 @@ fn shaderdata_key(name: &str) -> Option<(u32, u64)> {
 #[derive(Deserialize, Default)]
 struct FilenamesJson {
     #[serde(default)]
-    gfxip: Option<serde_json::Value>,
+    gfxip: Option<Gfxip>,
     #[serde(default)]
-    shaderdata_filenames: Option<BTreeMap<String, Vec<serde_json::Value>>>,
+    shaderdata_filenames: Option<BTreeMap<String, Bounded<Listing>>>,
+}
+
+/// `gfxip`: a name, or a number `N` read as `gfxN`; anything else is ignored (never kept).
+struct Gfxip(Option<String>);
+
+impl<'de> Deserialize<'de> for Gfxip {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Gfxip, D::Error> {
+        Ok(Gfxip(match Cell::deserialize(d)? {
+            Cell::Str(s) => Some(s),
+            Cell::Num(n) => Some(format!("gfx{n}")),
+            Cell::Other => None,
+        }))
+    }
+}
+
+/// One listing of `shaderdata_filenames`: a file name, or `[name, begin, ...]` (the rest of the
+/// row is skipped, not kept).
+struct Listing {
+    name: Option<String>,
+    begin: Option<u64>,
+}
+
+impl<'de> Deserialize<'de> for Listing {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Listing, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Listing;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a file name or [name, begin, end]")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Listing, E> {
+                Ok(Listing {
+                    name: Some(owned(v)?),
+                    begin: None,
+                })
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Listing, A::Error> {
+                let name = seq.next_element::<Cell>()?.and_then(Cell::text);
+                let begin = seq.next_element::<Cell>()?.and_then(|c| c.number());
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Listing { name, begin })
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Listing, E> {
+                Ok(Listing::NONE)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Listing, E> {
+                Ok(Listing::NONE)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Listing, E> {
+                Ok(Listing::NONE)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Listing, E> {
+                Ok(Listing::NONE)
+            }
+            fn visit_unit<E>(self) -> Result<Listing, E> {
+                Ok(Listing::NONE)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Listing, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Listing::NONE)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Listing {
+    const NONE: Listing = Listing {
+        name: None,
+        begin: None,
+    };
+}
+
+const OUT_OF_MEMORY: &str = "out of memory reading";
+
+/// The message of an allocation that failed while an input was read.
+fn out_of_memory<E: de::Error>(what: &str) -> E {
+    E::custom(format!("{OUT_OF_MEMORY} {what} (or above `ulimit -v`)"))
+}
+
+/// `v` copied into memory allocated fallibly (a string read from an input).
+fn owned<E: de::Error>(v: &str) -> Result<String, E> {
+    let mut s = String::new();
+    s.try_reserve_exact(v.len())
+        .map_err(|_| out_of_memory("a string"))?;
+    s.push_str(v);
+    Ok(s)
+}
+
+/// A JSON array read into a vector that grows fallibly: however many elements an input holds,
+/// running out of memory is an error, not an abort.
+struct Bounded<T>(Vec<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Bounded<T> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Bounded<T>, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Bounded<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Bounded<T>, A::Error> {
+                let mut v = Vec::new();
+                while let Some(x) = seq.next_element::<T>()? {
+                    v.try_reserve(1).map_err(|_| out_of_memory("an array"))?;
+                    v.push(x);
+                }
+                Ok(Bounded(v))
+            }
+        }
+        d.deserialize_seq(V(std::marker::PhantomData))
+    }
+}
+
+impl<T> Default for Bounded<T> {
+    fn default() -> Self {
+        Bounded(Vec::new())
+    }
+}
+
+/// A cell of a row of numbers and strings (`code.json`'s tables, `filenames.json`'s
+/// listings): strings copied fallibly, nested values skipped.
+#[derive(Debug, Clone, PartialEq)]
+enum Cell {
+    Num(u64),
+    Str(String),
+    /// Anything else (negative or fractional numbers, booleans, null, arrays, objects).
+    Other,
+}
+
+impl Cell {
+    fn text(self) -> Option<String> {
+        match self {
+            Cell::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn number(self) -> Option<u64> {
+        match self {
+            Cell::Num(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Cell {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Cell, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Cell;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number or a string")
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Cell, E> {
+                Ok(Cell::Num(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Cell, E> {
+                Ok(u64::try_from(v).map_or(Cell::Other, Cell::Num))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Cell, E> {
+                Ok(Cell::Other)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Cell, E> {
+                Ok(Cell::Str(owned(v)?))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Cell, E> {
+                Ok(Cell::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Cell, E> {
+                Ok(Cell::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Cell, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Cell::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Cell, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Cell::Other)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A row of at most [`Row::CELLS`] cells (the rest skipped, never kept).
+#[derive(Debug, Clone, PartialEq, Default)]
+struct CellRow(Vec<Cell>);
+
+impl CellRow {
+    /// Cells kept per row (the widest row read, `sqtt_funcmap`'s, has six).
+    const CELLS: usize = 8;
+
+    fn get(&self, i: usize) -> Option<&Cell> {
+        self.0.get(i)
+    }
+
+    fn first(&self) -> Option<&Cell> {
+        self.0.first()
+    }
+}
+
+impl<'de> Deserialize<'de> for CellRow {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<CellRow, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = CellRow;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a row")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<CellRow, A::Error> {
+                let mut v = Vec::new();
+                while v.len() < CellRow::CELLS {
+                    match seq.next_element::<Cell>()? {
+                        Some(c) => v.push(c),
+                        None => return Ok(CellRow(v)),
+                    }
+                }
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(CellRow(v))
+            }
+        }
+        d.deserialize_seq(V)
+    }
 }
 
 impl UiDir {
@@ -299,6 +536,7 @@ impl UiDir {
         let fpath = path.join("filenames.json");
         let mut gfxip = None;
         let mut listed: Option<Vec<(u32, PathBuf)>> = None;
+        let mut repeated_listings = Repeated::default();
         let mut warning = None;
         let fj: Option<FilenamesJson> = if fpath.is_file() {
             match open_input(&fpath, MAX_FILENAMES_JSON, "filenames.json")
@@ -318,36 +556,27 @@ impl UiDir {
             None
         };
         if let Some(fj) = fj {
-            gfxip = fj.gfxip.map(|g| match g {
-                serde_json::Value::String(s) => s,
-                other => format!("gfx{other}"),
-            });
+            gfxip = fj.gfxip.and_then(|g| g.0);
             if let Some(map) = fj.shaderdata_filenames {
                 let mut v = Vec::new();
-                let mut ses: Vec<(u32, Vec<serde_json::Value>)> = map
+                let mut ses: Vec<(u32, Vec<Listing>)> = map
                     .into_iter()
-                    .filter_map(|(k, files)| Some((k.parse().ok()?, files)))
+                    .filter_map(|(k, files)| Some((k.parse().ok()?, files.0)))
                     .collect();
                 ses.sort_by_key(|(se, _)| *se);
                 for (se, files) in ses {
                     let mut chunks = Vec::new();
                     for (i, f) in files.iter().enumerate() {
-                        let (fname, begin) = match f {
-                            serde_json::Value::Array(a) => (
-                                a.first().and_then(|x| x.as_str()),
-                                a.get(1).and_then(serde_json::Value::as_u64),
-                            ),
-                            serde_json::Value::String(s) => (Some(s.as_str()), None),
-                            _ => (None, None),
-                        };
-                        if let Some(p) = fname.and_then(|f| resolve(path, f)) {
-                            chunks.push((begin.unwrap_or(0), i, p));
+                        if let Some(p) = f.name.as_deref().and_then(|f| resolve(path, f)) {
+                            chunks.push((f.begin.unwrap_or(0), i, p));
                         }
                     }
                     // Chunks in time order whatever order they are listed in.
                     chunks.sort();
                     v.extend(chunks.into_iter().map(|(_, _, p)| (se, p)));
                 }
+                let (v, repeated) = read_once(v);
+                repeated_listings = repeated;
                 listed = Some(v);
             }
         }
@@ -374,6 +603,7 @@ impl UiDir {
                 shaderdata,
                 code_object_files: Vec::new(),
                 raw: None,
+                repeated_listings,
             },
             warning,
         ))
@@ -422,6 +652,27 @@ impl UiDir {
     }
 }
 
+/// The listed files without repetitions: a file named again (by the same name, or another name
+/// of the same file: a link) is read once, at its first place; the repetitions are counted, with
+/// the first one. (One file listed 200,000 times was read 200,000 times.)
+fn read_once(listed: Vec<(u32, PathBuf)>) -> (Vec<(u32, PathBuf)>, Repeated) {
+    let mut names = std::collections::HashSet::new();
+    let mut files = std::collections::HashSet::new();
+    let mut repeated = Repeated::default();
+    let mut out = Vec::with_capacity(listed.len().min(1 << 16));
+    for (se, p) in listed {
+        let again = !names.insert(p.clone())
+            || sqtt_files::output::FileId::of(&p).is_some_and(|id| !files.insert(id));
+        if again {
+            repeated.count += 1;
+            repeated.first.get_or_insert(p);
+        } else {
+            out.push((se, p));
+        }
+    }
+    (out, repeated)
+}
+
 /// The file a name listed in `filenames.json` means, always inside `dir`: a relative name of
 /// plain components as it is when that file exists, else (an absolute name, one with `..`, or a
 /// file not found there) its last component in `dir`. `None` when the name has no usable last
@@ -442,26 +693,30 @@ fn resolve(dir: &Path, fname: &str) -> Option<PathBuf> {
     }
 }
 
+/// What `code.json` is read for (its `code` listing and the rest are skipped, never kept).
 #[derive(Deserialize, Default)]
 struct CodeJson {
     #[serde(default)]
-    sqtt_funcmap: Vec<Vec<serde_json::Value>>,
+    sqtt_funcmap: Bounded<CellRow>,
     #[serde(default)]
-    sqtt_funcmap_layout: Vec<Vec<serde_json::Value>>,
+    sqtt_funcmap_layout: Bounded<CellRow>,
     #[serde(default)]
-    sqtt_funcmap_payloads: Vec<Vec<serde_json::Value>>,
+    sqtt_funcmap_payloads: Bounded<CellRow>,
 }
 
-fn num(v: Option<&serde_json::Value>) -> Option<u64> {
+fn num(v: Option<&Cell>) -> Option<u64> {
     match v? {
-        serde_json::Value::Number(n) => n.as_u64(),
-        serde_json::Value::String(s) => s.trim().parse().ok(),
-        _ => None,
+        Cell::Num(n) => Some(*n),
+        Cell::Str(s) => s.trim().parse().ok(),
+        Cell::Other => None,
     }
 }
 
-fn text(v: Option<&serde_json::Value>) -> Option<&str> {
-    v?.as_str().map(str::trim).filter(|s| !s.is_empty())
+fn text(v: Option<&Cell>) -> Option<&str> {
+    match v? {
+        Cell::Str(s) => Some(s.trim()).filter(|s| !s.is_empty()),
+        _ => None,
+    }
 }
 
 /// A `sqtt_funcmap` row of `code.json`: an entry, or the wave size.
@@ -490,13 +745,13 @@ pub fn read_code_json(path: &Path, diag: &mut Diagnostics) -> BTreeMap<u64, Func
     // format stay in sqtt-markers); a row that cannot be one is counted and skipped.
     let mut bad = 0u64;
     let mut first_bad = String::new();
-    let mut note_bad = |table: &str, row: &[serde_json::Value]| {
+    let mut note_bad = |table: &str, row: &CellRow| {
         bad += 1;
         if first_bad.is_empty() {
-            first_bad = format!("{}: {table} row {row:?}", path.display());
+            first_bad = format!("{}: {table} row {:?}", path.display(), row.0);
         }
     };
-    for row in &cj.sqtt_funcmap {
+    for row in &cj.sqtt_funcmap.0 {
         let parsed = (|| {
             let cid = num(row.first())?;
             let word = text(row.get(2))?;
@@ -526,7 +781,7 @@ pub fn read_code_json(path: &Path, diag: &mut Diagnostics) -> BTreeMap<u64, Func
             None => note_bad("sqtt_funcmap", row),
         }
     }
-    for row in &cj.sqtt_funcmap_layout {
+    for row in &cj.sqtt_funcmap_layout.0 {
         match (num(row.first()), num(row.get(1)), num(row.get(2))) {
             (Some(cid), Some(b), Some(s)) => {
                 let map = out.entry(cid).or_insert_with(Funcmap::default);
@@ -546,7 +801,7 @@ pub fn read_code_json(path: &Path, diag: &mut Diagnostics) -> BTreeMap<u64, Func
             _ => note_bad("sqtt_funcmap_layout", row),
         }
     }
-    for row in &cj.sqtt_funcmap_payloads {
+    for row in &cj.sqtt_funcmap_payloads.0 {
         let ids = (|| {
             let cid = num(row.first())?;
             let id = u32::try_from(num(row.get(1))?).ok()?;
@@ -580,6 +835,12 @@ pub fn slot_key(se: u32, cu: u32, simd: u32, wave: u32) -> u64 {
     (u64::from(se) << 48) | (u64::from(cu) << 24) | (u64::from(simd) << 16) | u64::from(wave)
 }
 
+/// The `(se, cu, simd, wave)` of a [`slot_key`] (of fields in its ranges).
+pub fn slot_fields(key: u64) -> (u32, u32, u32, u32) {
+    let field = |shift: u32, bits: u32| (key >> shift) as u32 & ((1 << bits) - 1);
+    (field(48, 16), field(24, 24), field(16, 8), field(0, 16))
+}
+
 /// The wave spans of every slot, and the dispatch names.
 #[derive(Debug, Default, Clone)]
 pub struct Occupancy {
@@ -593,11 +854,21 @@ pub struct Occupancy {
     pub present: bool,
 }
 
-/// A slot's waves from its occupancy rows `(time, start, kernel_id)`: by time, an end before a
-/// start at one instant; an end closes the wave still open, if any.
-pub fn wave_spans(mut rows: Vec<(u64, bool, u64)>) -> Vec<WaveSpan> {
-    rows.sort_by_key(|(t, start, _)| (*t, *start));
+/// A slot's waves from its occupancy rows `(time, start, kernel_id)` (read from `path`): by time,
+/// an end before a start at one instant; an end closes the wave still open, if any. Out of memory
+/// is an error naming `path`, not an abort.
+pub fn wave_spans(mut rows: Vec<(u64, bool, u64)>, path: &Path) -> Result<Vec<WaveSpan>, Error> {
+    // In place: a stable sort's scratch buffer (half the rows) is an allocation that cannot fail
+    // softly.
+    rows.sort_unstable_by_key(|&(t, start, kernel)| (t, start, kernel));
+    // Never more spans than rows.
     let mut spans: Vec<WaveSpan> = Vec::new();
+    spans
+        .try_reserve_exact(rows.iter().filter(|r| r.1).count())
+        .map_err(|_| Error::Malformed {
+            path: path.to_path_buf(),
+            reason: "out of memory for the waves (or above `ulimit -v`)".into(),
+        })?;
     for (t, start, kernel_id) in rows {
         if start {
             spans.push(WaveSpan {
@@ -609,7 +880,7 @@ pub fn wave_spans(mut rows: Vec<(u64, bool, u64)>) -> Vec<WaveSpan> {
             s.end = Some(t);
         }
     }
-    spans
+    Ok(spans)
 }
 
 /// The code object ID of the C++ writer's fallback kernel name `"<co> / 0x<addr>"`.
@@ -662,14 +933,24 @@ impl Occupancy {
             },
         )
         .and_then(|()| de.end())
-        .map_err(|e| Error::Json {
-            path: path.to_path_buf(),
-            records: 0,
-            error: e,
+        .map_err(|e| {
+            if e.to_string().starts_with(OUT_OF_MEMORY) {
+                // Not malformed: too large for the memory this run may have.
+                Error::Malformed {
+                    path: path.to_path_buf(),
+                    reason: e.to_string(),
+                }
+            } else {
+                Error::Json {
+                    path: path.to_path_buf(),
+                    records: 0,
+                    error: e,
+                }
+            }
         })?;
         let mut slots = FxHashMap::default();
         for (key, rs) in rows {
-            slots.insert(key, wave_spans(rs));
+            slots.insert(key, wave_spans(rs, path)?);
         }
         for (kid, name) in &dispatches {
             if let Some(co) = fallback_name_codeobj(name) {
@@ -753,11 +1034,19 @@ impl<'de> Visitor<'de> for OccRows<'_> {
                 continue;
             }
             let key = slot_key(self.se, r[1] as u32, r[2] as u32, r[3] as u32);
-            self.rows.entry(key).or_default().push((
-                r[0].max(0) as u64,
-                r[4] != 0,
-                r[5].max(0) as u64,
-            ));
+            let full = |rows: &mut FxHashMap<u64, Vec<(u64, bool, u64)>>| {
+                // The rows go first: the message needs memory too.
+                drop(std::mem::take(rows));
+                out_of_memory("the occupancy rows")
+            };
+            if !self.rows.contains_key(&key) && self.rows.try_reserve(1).is_err() {
+                return Err(full(self.rows));
+            }
+            if self.rows.entry(key).or_default().try_reserve(1).is_err() {
+                return Err(full(self.rows));
+            }
+            let row = (r[0].max(0) as u64, r[4] != 0, r[5].max(0) as u64);
+            self.rows.entry(key).or_default().push(row);
         }
         Ok(())
     }

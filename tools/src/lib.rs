@@ -10,6 +10,7 @@
 pub mod codeobj;
 pub mod commands;
 pub mod diag;
+pub mod diff;
 pub mod engine;
 pub mod error;
 pub mod flamegraph;
@@ -24,3 +25,8 @@ pub mod stats;
 pub mod thread_trace;
 
 pub use error::Error;
+
+/// The tests' random numbers: one generator, shared with the integration tests and benches.
+#[cfg(test)]
+#[path = "../tests/support/rng.rs"]
+mod test_rng;

@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
+use sqtt_files::output::printable;
+
 use serde_json::{json, Value};
 
 use crate::codeobj::AddrCategory;
@@ -221,6 +223,7 @@ impl<W: Write> MemoryReport<W> {
                 Some(l) => format!("{}#{} @ {}", o.name, o.marker_id, l),
                 None => format!("{}#{}", o.name, o.marker_id),
             };
+            let name = printable(&name);
             let stride = o
                 .stride()
                 .map(|x| x.to_string())

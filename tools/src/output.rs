@@ -1,87 +1,23 @@
-//! Output files that replace an existing file only on success: written to a temporary file in
-//! the same directory and renamed over the target when complete.
+//! Output files and standard output: `sqtt_files::output` (the one home of writing outputs for
+//! every command: files written through what their path names, inputs never overwritten, every
+//! write error named), with its errors as the tools' [`Error`]s.
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 
-/// A file being written; [`AtomicFile::commit`] renames it over its target, and dropping it
-/// uncommitted removes it, so a failed run leaves the target as it was.
-pub struct AtomicFile {
-    target: PathBuf,
-    tmp: PathBuf,
-    out: Option<BufWriter<File>>,
-}
+pub use sqtt_files::output::{
+    is_broken_pipe, print, printable, stderr_line, stdout, write_error, Inputs, Output, Stdout,
+};
 
-static SEQ: AtomicU64 = AtomicU64::new(0);
+use crate::error::Error;
 
-impl AtomicFile {
-    /// Creates the temporary file beside `target`.
-    pub fn create(target: &Path) -> io::Result<AtomicFile> {
-        let dir = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "output".into());
-        let tmp = dir.join(format!(
-            ".{name}.{}.{}.tmp",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        let f = File::options().write(true).create_new(true).open(&tmp)?;
-        Ok(AtomicFile {
-            target: target.to_path_buf(),
-            tmp,
-            out: Some(BufWriter::with_capacity(64 << 10, f)),
-        })
-    }
-
-    /// The file the output will replace.
-    pub fn target(&self) -> &Path {
-        &self.target
-    }
-
-    /// Flushes the file and renames it over the target.
-    pub fn commit(mut self) -> io::Result<()> {
-        if let Some(out) = self.out.take() {
-            let f = out.into_inner().map_err(|e| e.into_error())?;
-            f.sync_all()?;
+/// Opens the output `path` ([`Output::create`]): a directory is a usage error, any other
+/// failure a write error, each naming the path.
+pub fn create(path: &Path) -> Result<Output, Error> {
+    Output::create(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidInput {
+            Error::BadOutput(e)
+        } else {
+            Error::Write(e)
         }
-        std::fs::rename(&self.tmp, &self.target)
-    }
-}
-
-impl Write for AtomicFile {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self.out.as_mut() {
-            Some(o) => o.write(buf),
-            None => Err(io::Error::other("output already committed")),
-        }
-    }
-
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        match self.out.as_mut() {
-            Some(o) => o.write_all(buf),
-            None => Err(io::Error::other("output already committed")),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self.out.as_mut() {
-            Some(o) => o.flush(),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for AtomicFile {
-    fn drop(&mut self) {
-        if self.out.take().is_some() || self.tmp.exists() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-    }
+    })
 }

@@ -1,8 +1,9 @@
 //! Streaming reader of `shaderdata_<se>_<i>.json` files.
 //!
 //! The files hold `{"records_schema": [...], "records": [[time, value, cu, simd, wave_id, flags],
-//! ...]}`. The `records` array is walked with serde visitors, one row at a time, so memory does
-//! not grow with the file.
+//! ...]}`. A small scanner walks the top-level object through one read buffer, so memory does not
+//! grow with the file; rows of plain integers are parsed from the buffer, anything else is
+//! serde's to read or reject ([`read_from`]).
 
 use std::fmt;
 use std::io::BufReader;
@@ -97,6 +98,29 @@ pub fn read_file<F: FnMut(&Record)>(path: &Path, f: F) -> Result<ReadStats, Erro
         crate::input::open_input(path, crate::input::MAX_STREAMED_JSON, "a shaderdata file")?;
     let reader = BufReader::with_capacity(1 << 20, file);
     read_from(reader, path, f)
+}
+
+/// How much of a file [`first_time`] reads.
+const FIRST_TIME_BYTES: u64 = 64 << 10;
+
+/// The time of the first record of `path`, from its first 64 KiB (`None` when the file cannot
+/// be read or holds no record there). A chunk file's first record tells where it belongs among
+/// the chunks of its shader engine, whatever order `filenames.json` lists them in.
+pub fn first_time(path: &Path) -> Option<u64> {
+    use std::io::Read as _;
+    let file = crate::input::open_input(path, crate::input::MAX_STREAMED_JSON, "a shaderdata file")
+        .ok()?;
+    let mut first = None;
+    // The read stops at the byte bound, an error the first record does not depend on.
+    let _ = read_blocks(
+        file.take(FIRST_TIME_BYTES),
+        path,
+        FIRST_TIME_BYTES as usize,
+        |r| {
+            first.get_or_insert(r.time);
+        },
+    );
+    first
 }
 
 /// Like [`read_file`], from any reader.
@@ -823,6 +847,7 @@ impl<'de> Visitor<'de> for RowSeed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_rng::Rng;
 
     /// Hands out at most `n` bytes per read, to cross block boundaries everywhere.
     struct Trickle<'a>(&'a [u8], usize);
@@ -1013,11 +1038,9 @@ mod tests {
 
     #[test]
     fn numbers_eight_bytes_at_a_time_match_byte_by_byte() {
-        let mut x = 0x1234_5678_9abc_def1u64;
+        let mut rng = Rng(0x1234_5678_9abc_def1);
         for _ in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next();
             let digits = (x % 23) as usize;
             let mut text: String = (0..digits)
                 .map(|k| char::from(b'0' + ((x >> (k % 60)) % 10) as u8))
@@ -1086,22 +1109,6 @@ mod tests {
         (v, res.map(|s| s.records).map_err(|e| e.to_string()))
     }
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-        fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-            from[self.below(from.len() as u64) as usize]
-        }
-    }
-
     /// A generated document and what the generator knows of it.
     struct Doc {
         text: Vec<u8>,
@@ -1121,7 +1128,7 @@ mod tests {
             if compact {
                 ""
             } else {
-                rng.pick(&["", "", "", " ", "\n", " \r\n\t "])
+                *rng.pick(&["", "", "", " ", "\n", " \r\n\t "])
             }
         };
         let mut schema: Vec<&str> = DEFAULT_SCHEMA.to_vec();
@@ -1132,7 +1139,7 @@ mod tests {
         }
         if rng.below(4) == 0 {
             let at = rng.below(schema.len() as u64 + 1) as usize;
-            schema.insert(at, rng.pick(&["extra", "time", "pc"]));
+            schema.insert(at, *rng.pick(&["extra", "time", "pc"]));
         }
         let width = schema.len();
         let schema_text = format!(
@@ -1170,8 +1177,7 @@ mod tests {
                     0..=9 => (u64::MAX - rng.below(3)).to_string(),
                     10 => "18446744073709551616".into(),
                     11..=30 => "0".into(),
-                    31 => rng
-                        .pick(&["-0", "1.0", "1e2", "007", "-3", "\"7\"", "null", "[1]"])
+                    31 => (*rng.pick(&["-0", "1.0", "1e2", "007", "-3", "\"7\"", "null", "[1]"]))
                         .into(),
                     32..=130 => rng.next().to_string(),
                     131..=160 => (rng.next() >> rng.below(64)).to_string(),

@@ -5,6 +5,7 @@
 //! instances, from enter to exit (inclusive of nested scopes; one still open at its wave's end
 //! is closed there, as in the flamegraph).
 
+use sqtt_files::output::printable;
 use std::fmt::Write as _;
 
 use rustc_hash::FxHashMap;
@@ -268,18 +269,19 @@ pub fn to_text(r: &StatsReport) -> String {
         }
         match &row.scope {
             Some(s) => {
-                let _ = writeln!(out, "  {} / {s}", row.kernel);
+                let _ = writeln!(out, "  {} / {}", printable(&row.kernel), printable(s));
             }
             None => {
-                let _ = writeln!(out, "  {}", row.kernel);
+                let _ = writeln!(out, "  {}", printable(&row.kernel));
             }
         }
     }
     out
 }
 
-fn csv_field(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', "\"\""))
+/// A quoted CSV field, its control characters escaped so that every row is one line.
+pub(crate) fn csv_field(s: &str) -> String {
+    format!("\"{}\"", printable(s).replace('"', "\"\""))
 }
 
 /// The rows as CSV with a header line (names always quoted).

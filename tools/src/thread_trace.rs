@@ -210,21 +210,21 @@ impl GpuArgs {
 /// The largest raw thread trace read (it is read whole).
 const MAX_TRACE_BYTES: u64 = 16 << 30;
 
-/// Reads a raw thread trace with `sqtt_config::file`: only a regular file (a FIFO, a directory
+/// Reads a raw thread trace with `sqtt_files::input`: only a regular file (a FIFO, a directory
 /// or a device is refused with what it is, so nothing blocks), tested on the path and again on
 /// the opened descriptor (a file swapped between the check and the read is still refused), read
 /// with `pread` no further than the descriptor's size when opened, and at most
 /// [`MAX_TRACE_BYTES`]. A file truncated while it is read is an error, never a signal.
 pub(crate) fn read_trace(path: &std::path::Path) -> Result<Vec<u8>> {
-    use sqtt_config::file;
-    let (f, len) = file::open_regular(path).with_context(|| path.display().to_string())?;
+    use sqtt_files::input;
+    let (f, len) = input::open_regular(path).with_context(|| path.display().to_string())?;
     if len > MAX_TRACE_BYTES {
         anyhow::bail!(
             "{}: it is {len} bytes; a thread trace may have at most {MAX_TRACE_BYTES} bytes",
             path.display(),
         );
     }
-    file::read_all(&f, len).with_context(|| format!("reading {}", path.display()))
+    input::read_all(&f, len).with_context(|| format!("reading {}", path.display()))
 }
 
 /// Warns when an RDNA file's header names another layout than the GPU's.
@@ -234,12 +234,15 @@ pub(crate) fn check_layout(path: &std::path::Path, gpu: &Gpu, g: Generation, dat
     };
     match header_layout(data) {
         Some(l) if l == want => {}
-        Some(l) => eprintln!(
+        Some(l) => sqtt_files::output::stderr_line(format_args!(
             "warning: {} starts with a layout {l} header, but GC {} writes layout {want}; decoding as layout {want}",
             path.display(),
             gpu.gc
-        ),
-        None => eprintln!("warning: {} does not start with an SQTT layout header", path.display()),
+        )),
+        None => sqtt_files::output::stderr_line(format_args!(
+            "warning: {} does not start with an SQTT layout header",
+            path.display()
+        )),
     }
 }
 

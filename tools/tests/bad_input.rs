@@ -121,7 +121,8 @@ fn records_of_a_wave_with_no_occupancy_are_counted() {
     // but the wave keeps its time under the unknown_kernel frame.
     assert_eq!(r.diag.count(kind::NO_CODEOBJ), want);
     assert!(r.folded.iter().any(|(s, _)| s == "unknown_kernel"));
-    // Perfetto names the unknown dispatch (pid 0); it has no slices, its records being unread.
+    // Perfetto names the unknown dispatch (a pid counted down from i32::MAX, never a
+    // dispatch's); it has no slices, its records being unread.
     let out = tempfile::tempdir().unwrap();
     let p = commands::perfetto(
         dir.path(),
@@ -142,7 +143,9 @@ fn records_of_a_wave_with_no_occupancy_are_counted() {
         .as_array()
         .unwrap()
         .iter()
-        .any(|e| e["pid"] == 0 && e["ph"] == "M"));
+        .any(|e| e["pid"] == i32::MAX
+            && e["ph"] == "M"
+            && e["args"]["name"] == "unknown dispatch (no occupancy)"));
 }
 
 #[test]
@@ -479,4 +482,42 @@ fn raw_trace_inputs_must_be_regular_files() {
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(err.contains(&format!("{}: {what}", p.display())), "{err}");
     }
+}
+
+#[test]
+fn a_ui_dir_deeper_than_the_search_gets_an_error_naming_the_limit() {
+    let (dir, truth) = setup();
+    // Moved down into DIR/l1/.../lN: found down to the limit, not below it.
+    let found = |levels: usize| {
+        let root = tempfile::tempdir().unwrap();
+        let mut deep = root.path().to_path_buf();
+        for l in 1..levels {
+            deep = deep.join(format!("l{l}"));
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        for e in std::fs::read_dir(dir.path()).unwrap() {
+            let p = e.unwrap().path();
+            let to = deep.join(p.file_name().unwrap());
+            if p.is_dir() {
+                std::fs::create_dir_all(&to).unwrap();
+                for f in std::fs::read_dir(&p).unwrap() {
+                    let f = f.unwrap().path();
+                    std::fs::copy(&f, to.join(f.file_name().unwrap())).unwrap();
+                }
+            } else {
+                std::fs::copy(&p, &to).unwrap();
+            }
+        }
+        commands::flamegraph(root.path(), &Options::default(), &NoProgress).map(|r| r.folded)
+    };
+    let limit = sqtt_tools::input::MAX_UI_LEVELS;
+    let got: std::collections::BTreeMap<String, u64> = found(limit).unwrap().into_iter().collect();
+    assert_eq!(got, truth.folded);
+    let e = found(limit + 1).unwrap_err();
+    assert!(matches!(e, Error::NotATraceDir(_)));
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&format!("at most {limit} levels below it")),
+        "{msg}"
+    );
 }

@@ -1,20 +1,12 @@
 //! The `sqtt` binary: exit codes, stdout/stderr, golden outputs for a small case.
 
+#[path = "support/run.rs"]
+mod run;
 mod sim;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn sqtt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sqtt"))
-        .args(args)
-        .output()
-        .expect("run sqtt")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use run::{s, sqtt};
 
 fn golden(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

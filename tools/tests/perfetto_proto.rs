@@ -53,27 +53,6 @@ fn by_truth_key(r: &pftrace::Replay) -> BTreeMap<(u64, u64), Vec<sim::PEvent>> {
     out
 }
 
-/// E events carry no name or category (they close the innermost B).
-fn without_end_names(
-    m: &BTreeMap<(u64, u64), Vec<sim::PEvent>>,
-) -> BTreeMap<(u64, u64), Vec<sim::PEvent>> {
-    m.iter()
-        .map(|(k, v)| {
-            let v = v
-                .iter()
-                .map(|e| {
-                    if e.0 == "E" {
-                        ("E".to_string(), String::new(), String::new(), e.3)
-                    } else {
-                        e.clone()
-                    }
-                })
-                .collect();
-            (*k, v)
-        })
-        .collect()
-}
-
 fn run(dir: &Path, out: &Path, clock: Option<f64>, format: Format) -> commands::PerfettoOutput {
     commands::perfetto(
         dir,
@@ -100,7 +79,7 @@ fn protobuf_matches_ground_truth() {
         let rep = pftrace::replay(&pftrace::decode(f));
         events += rep.events.values().map(Vec::len).sum::<usize>();
         let got = by_truth_key(&rep);
-        let want = without_end_names(&truth.perfetto[&ui]);
+        let want = sim::without_end_names(&truth.perfetto[&ui]);
         assert_eq!(
             got.keys().collect::<Vec<_>>(),
             want.keys().collect::<Vec<_>>(),
@@ -156,72 +135,6 @@ fn protobuf_matches_ground_truth() {
 }
 
 #[test]
-fn protobuf_point_arguments_match_the_json() {
-    // The same instants, with the same arguments, in both formats.
-    let (dir, _) = setup(1);
-    let out = tempfile::tempdir().unwrap();
-    let pb = run(dir.path(), out.path(), None, Format::Protobuf);
-    let js = run(dir.path(), out.path(), None, Format::Json);
-    assert_eq!(pb.events + json_meta_events(&js.files), js.events);
-    let mut want: Vec<BTreeMap<String, String>> = Vec::new();
-    for f in &js.files {
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
-        for e in v["traceEvents"].as_array().unwrap() {
-            if e["ph"] == "i" {
-                let args = e["args"].as_object().unwrap();
-                let id = args["id"].as_u64().unwrap();
-                want.push(
-                    args.iter()
-                        .filter(|(k, v)| !(*k == "value" && v.as_u64() == Some(id << 2)))
-                        .map(|(k, v)| {
-                            let s = match v {
-                                serde_json::Value::String(s) => s.clone(),
-                                serde_json::Value::Array(a) => format!(
-                                    "[{}]",
-                                    a.iter()
-                                        .map(|x| x.to_string())
-                                        .collect::<Vec<_>>()
-                                        .join(",")
-                                ),
-                                other => other.to_string(),
-                            };
-                            (k.clone(), s)
-                        })
-                        .collect(),
-                );
-            }
-        }
-    }
-    let mut got = Vec::new();
-    for f in &pb.files {
-        let rep = pftrace::replay(&pftrace::decode(f));
-        got.extend(rep.args.into_values().flatten());
-    }
-    assert!(got.iter().any(|a| a.contains_key("source_loc")));
-    assert!(got.iter().any(|a| a.contains_key("payload")));
-    want.sort();
-    got.sort();
-    assert_eq!(got, want);
-}
-
-fn json_meta_events(files: &[PathBuf]) -> u64 {
-    files
-        .iter()
-        .map(|f| {
-            let v: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
-            v["traceEvents"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|e| e["ph"] == "M")
-                .count() as u64
-        })
-        .sum()
-}
-
-#[test]
 fn protobuf_clock_rate_converts_to_ns() {
     let (dir, truth) = setup(1);
     let out = tempfile::tempdir().unwrap();
@@ -260,9 +173,14 @@ fn protobuf_is_the_default_and_smaller_than_json() {
         assert!(f.to_string_lossy().ends_with(".pftrace"));
     }
     let (pb, json) = (size(&r.files), size(&js.files));
-    // Waves of a few dozen events here, so the per-wave descriptors weigh; on long waves the
-    // ratio is past 5 (`cargo bench -p sqtt-tools` prints it).
-    assert!(pb * 2 < json, "protobuf {pb} bytes, JSON {json} bytes");
+    // Waves of a few dozen events here, where per-wave parts weigh (`cargo bench -p sqtt-tools`
+    // prints the ratio on larger traces).
+    assert!(pb * 5 <= json, "protobuf {pb} bytes, JSON {json} bytes");
+    // In deflated bundles.
+    for f in &r.files {
+        let (_, bundles) = pftrace::inflate(&std::fs::read(f).unwrap());
+        assert!(bundles > 0, "{f:?}");
+    }
 }
 
 #[test]
@@ -292,7 +210,7 @@ fn protobuf_tracks_stay_unique_past_256_instances() {
         .threads
         .values()
         .any(|t| t.name.ends_with("/CU2/SIMD0/W1#299")));
-    let mut want: Vec<Vec<sim::PEvent>> = without_end_names(&truth.perfetto[&s.uis[0].name])
+    let mut want: Vec<Vec<sim::PEvent>> = sim::without_end_names(&truth.perfetto[&s.uis[0].name])
         .into_values()
         .collect();
     let mut have: Vec<Vec<sim::PEvent>> = rep.events.into_values().collect();
@@ -302,4 +220,215 @@ fn protobuf_tracks_stay_unique_past_256_instances() {
         have == want,
         "per-track events differ from the ground truth"
     );
+}
+
+/// What a timeline shows, format aside: process names by pid, thread names by (pid, tid), and
+/// each thread's events (ph, name, category, ns) and instants' arguments.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Shown {
+    processes: BTreeMap<i64, String>,
+    threads: BTreeMap<(i64, i64), String>,
+    events: BTreeMap<(i64, i64), Vec<sim::PEvent>>,
+    args: BTreeMap<(i64, i64), Vec<BTreeMap<String, String>>>,
+}
+
+fn shown_pftrace(f: &Path) -> Shown {
+    let r = pftrace::replay(&pftrace::decode(f));
+    let key = |uuid: &u64| (r.threads[uuid].pid, r.threads[uuid].tid);
+    Shown {
+        processes: r.processes.clone(),
+        threads: r
+            .threads
+            .values()
+            .map(|t| ((t.pid, t.tid), t.name.clone()))
+            .collect(),
+        events: r.events.iter().map(|(u, e)| (key(u), e.clone())).collect(),
+        args: r.args.iter().map(|(u, a)| (key(u), a.clone())).collect(),
+    }
+}
+
+/// The JSON's `M` events (naming processes and threads), which the protobuf trace has as track
+/// descriptors.
+fn json_names(files: &[PathBuf]) -> u64 {
+    files
+        .iter()
+        .map(|f| {
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+            v["traceEvents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["ph"] == "M")
+                .count() as u64
+        })
+        .sum()
+}
+
+/// A JSON `ts` (µs with three decimals) in ns, exactly.
+fn json_ns(ts: &serde_json::Value) -> u64 {
+    let text = ts.to_string();
+    let (us, frac) = text.split_once('.').unwrap_or((&text, "0"));
+    let frac = format!("{frac:0<3}");
+    us.parse::<u64>().unwrap() * 1000 + frac[..3].parse::<u64>().unwrap()
+}
+
+fn shown_json(f: &Path) -> Shown {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+    let mut s = Shown::default();
+    for e in v["traceEvents"].as_array().unwrap() {
+        let pid = e["pid"].as_i64().unwrap();
+        let tid = e["tid"].as_i64().unwrap();
+        let name = e["name"].as_str().unwrap_or_default().to_string();
+        match e["ph"].as_str().unwrap() {
+            "M" => {
+                let shown = e["args"]["name"].as_str().unwrap().to_string();
+                let old = if name == "process_name" {
+                    s.processes.insert(pid, shown)
+                } else {
+                    s.threads.insert((pid, tid), shown)
+                };
+                assert!(old.is_none(), "{e}: named twice");
+            }
+            ph => {
+                let cat = e["cat"].as_str().unwrap_or_default().to_string();
+                s.events.entry((pid, tid)).or_default().push((
+                    ph.to_string(),
+                    name,
+                    cat,
+                    json_ns(&e["ts"]),
+                ));
+                if ph == "i" {
+                    let args = e["args"]
+                        .as_object()
+                        .unwrap()
+                        .iter()
+                        .map(|(k, v)| {
+                            let v = match v {
+                                serde_json::Value::String(s) => s.clone(),
+                                serde_json::Value::Array(a) => format!(
+                                    "[{}]",
+                                    a.iter()
+                                        .map(|x| x.to_string())
+                                        .collect::<Vec<_>>()
+                                        .join(",")
+                                ),
+                                other => other.to_string(),
+                            };
+                            (k.clone(), v)
+                        })
+                        .collect();
+                    s.args.entry((pid, tid)).or_default().push(args);
+                }
+            }
+        }
+    }
+    s
+}
+
+/// The scenario with what once set the formats apart: a dispatch 0 named by the C++ writer's
+/// fallback (`0 / 0x0`), waves with no occupancy, and waves without records.
+fn varied() -> sim::Sim {
+    let mut s = sim::scenario(2);
+    let ui = &mut s.uis[0];
+    ui.dispatches.push(sim::Dispatch {
+        kernel_id: 0,
+        name: "0 / 0x0".into(),
+        codeobj: 2,
+    });
+    let mut w = ui.waves.iter().find(|w| w.dispatch == 2).unwrap().clone();
+    (w.dispatch, w.cu, w.start) = (0, 9, 50_000);
+    ui.waves.push(w.clone());
+    (w.cu, w.start, w.acts) = (10, 60_000, vec![sim::Act::Work(300)]);
+    ui.waves.push(w);
+    s
+}
+
+#[test]
+fn both_formats_show_the_same() {
+    let cases: Vec<(&str, sim::Sim, Option<f64>, Options)> = vec![
+        ("scenario", sim::scenario(3), None, Options::default()),
+        (
+            "varied, 2.1 GHz, demangled",
+            varied(),
+            Some(2.1),
+            Options {
+                demangle: true,
+                ..Options::default()
+            },
+        ),
+        (
+            "varied, raw markers, short names",
+            varied(),
+            None,
+            Options {
+                decode_markers: false,
+                short_names: true,
+                ..Options::default()
+            },
+        ),
+    ];
+    for (what, sim, clock, opts) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        sim.write(dir.path());
+        // Records of a slot with no occupancy rows.
+        let occ = dir.path().join(&sim.uis[0].name).join("occupancy.json");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&occ).unwrap()).unwrap();
+        v["1"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|r| !(r[1] == 3 && r[2] == 3 && r[3] == 2));
+        std::fs::write(&occ, v.to_string()).unwrap();
+
+        let out = tempfile::tempdir().unwrap();
+        let run = |format| {
+            commands::perfetto(
+                dir.path(),
+                Some(out.path()),
+                clock,
+                format,
+                &opts,
+                &NoProgress,
+            )
+            .unwrap()
+        };
+        let (pb, js) = (run(Format::Protobuf), run(Format::Json));
+        assert_eq!(pb.files.len(), js.files.len());
+        assert_eq!(
+            pb.events,
+            js.events - json_names(&js.files),
+            "{what}: events"
+        );
+        let mut arg_names = BTreeSet::new();
+        for (p, j) in pb.files.iter().zip(&js.files) {
+            let (p, j) = (shown_pftrace(p), shown_json(j));
+            assert!(!p.events.is_empty());
+            arg_names.extend(p.args.values().flatten().flat_map(|a| a.keys().cloned()));
+            assert_eq!(p.processes, j.processes, "{what}: processes");
+            assert_eq!(p.threads, j.threads, "{what}: threads");
+            assert_eq!(p.events, j.events, "{what}: events");
+            assert_eq!(p.args, j.args, "{what}: arguments");
+            assert_eq!(p, j, "{what}");
+            if what.starts_with("varied") && p.processes.len() > 3 {
+                // Dispatch 0 and the records with no occupancy: two processes.
+                let pid = |name: &str| {
+                    let found = p.processes.iter().find(|(_, n)| n.starts_with(name));
+                    *found
+                        .unwrap_or_else(|| panic!("{name}: {:?}", p.processes))
+                        .0
+                };
+                let zero = pid("dispatch 0: ");
+                let none = pid("unknown dispatch (no occupancy)");
+                assert!(zero != none && zero > 0 && none > 0);
+            }
+        }
+        // Points carried every kind of argument.
+        for a in ["id", "source_loc", "payload"] {
+            assert!(arg_names.contains(a), "{what}: {a} in {arg_names:?}");
+        }
+        if !opts.decode_markers {
+            assert!(arg_names.contains("value"), "{what}");
+        }
+    }
 }

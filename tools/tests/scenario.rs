@@ -73,7 +73,24 @@ fn flamegraph_demangles() {
     assert!(!all.iter().any(|s| s.contains("_Z")));
 }
 
+/// The events of each thread, keyed as the ground truth keys them: (pid, which is the dispatch,
+/// the tid of sim's layout for the coordinates in the thread's name).
 fn events_by_thread(v: &Value) -> BTreeMap<(u64, u64), Vec<sim::PEvent>> {
+    let mut keys = BTreeMap::new();
+    for e in v["traceEvents"].as_array().unwrap() {
+        if e["name"] == "thread_name" {
+            let n: Vec<u32> = e["args"]["name"]
+                .as_str()
+                .unwrap()
+                .split(|c: char| !c.is_ascii_digit())
+                .filter(|s| !s.is_empty())
+                .map(|s| s.parse().unwrap())
+                .collect();
+            let (pid, tid) = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+            let key = (pid, sim::tid(n[0], n[1], n[2], n[3], n[4]));
+            assert!(keys.insert((pid, tid), key).is_none(), "{e}");
+        }
+    }
     let mut out: BTreeMap<(u64, u64), Vec<sim::PEvent>> = BTreeMap::new();
     for e in v["traceEvents"].as_array().unwrap() {
         let ph = e["ph"].as_str().unwrap();
@@ -82,7 +99,7 @@ fn events_by_thread(v: &Value) -> BTreeMap<(u64, u64), Vec<sim::PEvent>> {
         }
         let ts = e["ts"].as_f64().unwrap();
         let cycles = (ts * 1000.0).round() as u64;
-        out.entry((e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap()))
+        out.entry(keys[&(e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap())])
             .or_default()
             .push((
                 ph.to_string(),
@@ -92,27 +109,6 @@ fn events_by_thread(v: &Value) -> BTreeMap<(u64, u64), Vec<sim::PEvent>> {
             ));
     }
     out
-}
-
-/// E events carry no name or category (they close the innermost B).
-fn without_end_names(
-    m: &BTreeMap<(u64, u64), Vec<sim::PEvent>>,
-) -> BTreeMap<(u64, u64), Vec<sim::PEvent>> {
-    m.iter()
-        .map(|(k, v)| {
-            let v = v
-                .iter()
-                .map(|e| {
-                    if e.0 == "E" {
-                        ("E".to_string(), String::new(), String::new(), e.3)
-                    } else {
-                        e.clone()
-                    }
-                })
-                .collect();
-            (*k, v)
-        })
-        .collect()
 }
 
 #[test]
@@ -140,7 +136,7 @@ fn perfetto_matches_ground_truth() {
             .trim_end_matches(".perfetto.json")
             .to_string();
         let got = events_by_thread(&v);
-        let want = &without_end_names(&truth.perfetto[&ui]);
+        let want = &sim::without_end_names(&truth.perfetto[&ui]);
         assert_eq!(got.len(), want.len(), "{ui}: threads");
         for (k, evs) in want {
             assert_eq!(got.get(k), Some(evs), "{ui}: thread {k:?}");
@@ -168,7 +164,7 @@ fn perfetto_matches_ground_truth() {
             .collect();
         assert!(metas
             .iter()
-            .any(|e| e["name"] == "thread_name" && e["args"]["name"] == "CU0/SIMD0/W0#0"));
+            .any(|e| e["name"] == "thread_name" && e["args"]["name"] == "SE0/CU0/SIMD0/W0#0"));
         assert!(metas.iter().any(|e| e["name"] == "process_name"));
         for e in v["traceEvents"].as_array().unwrap() {
             if e["ph"] == "i" {
@@ -349,7 +345,7 @@ fn memory_summary_figures() {
 
 #[test]
 fn perfetto_threads_stay_unique_past_256_instances() {
-    // 300 waves in one slot: instances 256.. get tids counted down from u32::MAX.
+    // 300 waves in one slot: a thread each, told apart by their instance.
     let mut s = sim::scenario(1);
     s.uis.truncate(1);
     let ui = &mut s.uis[0];
@@ -385,8 +381,8 @@ fn perfetto_threads_stay_unique_past_256_instances() {
         .map(|e| e["args"]["name"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(names.len(), 300);
-    assert!(names.contains("CU2/SIMD0/W1#299"));
-    let mut want: Vec<Vec<sim::PEvent>> = without_end_names(&truth.perfetto[&s.uis[0].name])
+    assert!(names.contains("SE1/CU2/SIMD0/W1#299"));
+    let mut want: Vec<Vec<sim::PEvent>> = sim::without_end_names(&truth.perfetto[&s.uis[0].name])
         .into_values()
         .collect();
     let mut have: Vec<Vec<sim::PEvent>> = got.into_values().collect();

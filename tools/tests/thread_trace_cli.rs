@@ -3,6 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
+
 fn sqtt(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sqtt"))
         .args(args)
@@ -270,12 +274,9 @@ fn corrupt_and_missing_files() {
     std::fs::create_dir_all(&dir).unwrap();
     let bad: PathBuf = dir.join("corrupt.att");
     let mut bytes = Vec::new();
-    let mut x = 0x1234_5678u32;
+    let mut rng = Rng(0x1234_5678);
     for _ in 0..100_000 {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        bytes.push(x as u8);
+        bytes.push(rng.next() as u8);
     }
     std::fs::write(&bad, &bytes).unwrap();
     for gpu in ["gfx950", "gfx1100", "gfx1201"] {

@@ -6,6 +6,7 @@ use crate::args::{classify, take_plugin_options};
 const HIPCC: &str = "/rocm/bin/hipcc";
 const PLUGIN: &str = "/p/libsqtt_plugin.so";
 const INCLUDE: &str = "/cache/include-0123";
+const HASH: &str = "00112233aabbccdd";
 const CWD: &str = "/w";
 
 /// A toolchain that is always there, and says what was looked up.
@@ -30,9 +31,17 @@ impl Toolchain for Fixed {
         }
         Ok(PathBuf::from(PLUGIN))
     }
+    fn plugin_hash(&mut self, _plugin: &Path) -> Result<String, Error> {
+        self.looked_up.push("hash");
+        Ok(HASH.into())
+    }
     fn include_dir(&mut self) -> Result<PathBuf, Error> {
         self.looked_up.push("include");
         Ok(PathBuf::from(INCLUDE))
+    }
+    fn cache(&mut self, configured: &Path) -> Result<PathBuf, Error> {
+        self.looked_up.push("cache");
+        Ok(Path::new("/usr/bin").join(configured))
     }
 }
 
@@ -86,7 +95,11 @@ impl Given<'_> {
         };
         match launch {
             None => Plan::wrap(&req, &mut self.tools),
-            Some(program) => Plan::launch(program, &req, &mut self.tools),
+            Some(command) => {
+                let cmd = shell_words::split(command).unwrap();
+                let (launched, _) = split_launched(&cmd).unwrap();
+                Plan::launch(&launched, &req, &mut self.tools)
+            }
         }
     }
     fn plan(&mut self) -> Plan {
@@ -122,6 +135,7 @@ fn added(parts: &[Add]) -> Vec<String> {
                 v.push("-Xarch_device".into());
                 v.push(format!("-fpass-plugin={PLUGIN}"));
                 v.push(format!("-fplugin={PLUGIN}"));
+                v.push(format!("-fplugin-arg-sqtt-sha256={HASH}"));
                 for o in settings().to_plugin_options() {
                     v.extend(["-Xclang".into(), "-mllvm".into(), "-Xclang".into(), o]);
                 }
@@ -598,7 +612,7 @@ fn the_configured_hipcc_is_run() {
 #[test]
 fn lookups_happen_only_when_needed_and_their_errors_stop_the_step() {
     let cases: &[(&str, &[&str])] = &[
-        ("-c k.hip", &["compiler", "plugin", "include"]),
+        ("-c k.hip", &["compiler", "plugin", "hash", "include"]),
         ("-fgpu-rdc k.o -o app", &["compiler", "plugin"]),
         ("k.o -o app", &["compiler"]),
         ("--cuda-host-only -c k.hip", &["compiler", "include"]),
@@ -676,7 +690,8 @@ fn the_trace_says_what_runs() {
             format!("sqtt-hipcc: settings {}", settings().fingerprint())
         );
     }
-    for v in ["0", "off", "false", ""] {
+    // Read as the setting reads it: `no` is off.
+    for v in ["0", "off", "false", "", "no", "NO"] {
         assert!(
             !given("-c k.hip", &[("SQTT_VERBOSE", v)]).plan().verbose,
             "{v}"
@@ -689,6 +704,24 @@ fn the_trace_says_what_runs() {
     );
     let p = given("--cuda-host-only -c k.hip", &[("SQTT_VERBOSE", "1")]).plan();
     assert!(p.trace[0].contains("instrumentation off"), "{:?}", p.trace);
+}
+
+/// `SQTT_VERBOSE` is a setting like the others: a value none of its forms is an error naming the
+/// variable, the value and the forms, and the step does not run (a trace no longer turns on).
+#[test]
+fn a_bad_verbose_value_is_the_settings_error() {
+    for v in ["maybe", "2", "nope"] {
+        let e = given("-c k.hip", &[("SQTT_VERBOSE", v)])
+            .run(None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("SQTT_VERBOSE")
+                && e.contains(&format!("\"{v}\""))
+                && e.contains("0, 1, true, false, on, off, yes or no"),
+            "{v}: {e}"
+        );
+    }
 }
 
 #[test]
@@ -717,41 +750,69 @@ fn the_wrapper_refuses_to_run_below_itself() {
     assert!(check_not_nested(&|_: &str| None).is_ok());
 }
 
-/// `--sqtt-launch CMD ARGS...`: CMD runs as given, with the settings and SQTT_ENABLED exported;
-/// `-fgpu-rdc` compiles defer, its links load the plugin into the device linker.
+/// `--sqtt-launch [CACHE] COMPILER ARGS...`: a HIP compile gets what the wrapper's would (the
+/// plugin, the settings as options, the include directory, the define), with the settings and
+/// SQTT_ENABLED exported too; a C++ compile gets nothing; `-fgpu-rdc` compiles defer, its links
+/// load the plugin into the device linker.
 #[test]
 fn launcher_plans() {
-    let cases: &[(&str, &[Add], bool)] = &[
-        ("-x hip -c k.hip -o k.o", &[], false),
-        ("-fgpu-rdc -x hip -c k.hip -o k.o", &[], true),
-        ("-fgpu-rdc --offload-host-only -c k.hip", &[], false),
-        ("--hip-link -fgpu-rdc a.o b.o -o app", &[RdcLink], false),
-        ("-fgpu-rdc -x hip k.hip -o app", &[RdcLink], true),
-        ("a.o b.o -o app", &[], false),
-        ("-E -x hip k.hip", &[], false),
+    let cases: &[(&str, &[Add], bool, &[&str])] = &[
+        (
+            "-x hip -c k.hip -o k.o",
+            &[Plugin, Include, Define],
+            false,
+            &["compiler", "plugin", "hash", "include"],
+        ),
+        (
+            "-c k.hip -o k.o",
+            &[Plugin, Include, Define],
+            false,
+            &["compiler", "plugin", "hash", "include"],
+        ),
+        (
+            "-fgpu-rdc -x hip -c k.hip -o k.o",
+            &[Plugin, Include, Define],
+            true,
+            &["compiler", "plugin", "hash", "include"],
+        ),
+        (
+            "-fgpu-rdc --offload-host-only -c k.hip",
+            &[Include, Define],
+            false,
+            &["include"],
+        ),
+        (
+            "--hip-link -fgpu-rdc a.o b.o -o app",
+            &[RdcLink],
+            false,
+            &["compiler", "plugin"],
+        ),
+        (
+            "-fgpu-rdc -x hip k.hip -o app",
+            &[Plugin, RdcLink, Include, Define],
+            true,
+            &["compiler", "plugin", "hash", "include"],
+        ),
+        ("a.o b.o -o app", &[], false, &[]),
+        // C++ for a plain clang: not HIP, nothing added.
+        ("-c k.cpp -o k.o", &[], false, &[]),
+        ("-E -x hip k.hip", &[], false, &[]),
     ];
-    for &(argv, add, defer) in cases {
+    for &(argv, add, defer, want) in cases {
         let mut g = given(argv, &[]);
         let p = g.run(Some("clang++-15")).unwrap();
         assert_eq!(p.command.program, Path::new("clang++-15"), "{argv}");
-        // After the command's own arguments: the program may be a launcher (ccache) whose first
-        // argument is the compiler.
-        let given = shell_words::split(argv).unwrap();
-        assert_eq!(p.command.args[..given.len()], given[..], "{argv}");
-        assert_eq!(p.command.args[given.len()..], added(add)[..], "{argv}");
+        // Before the command's own arguments, as on the wrapper's route.
+        assert_eq!(extra(&p, argv), added(add), "{argv}");
         assert_eq!(defers(&p), defer, "{argv}");
         assert_eq!(p.command.env("SQTT_ENABLED"), Some("1"), "{argv}");
         assert_eq!(p.command.env("SQTT_HIPCC_DEPTH"), None, "{argv}");
         for (k, v) in settings().to_env() {
             assert_eq!(p.command.env(k), Some(v.as_str()), "{argv} {k}");
         }
+        // The build checks what it built (the CMake package's post-build step).
         assert!(!p.wait && p.check.is_none(), "{argv}");
-        // The plugin is looked for through the launched compiler, and only for rdc links.
-        let want: &[&str] = if add.is_empty() {
-            &[]
-        } else {
-            &["compiler", "plugin"]
-        };
+        // The launched compiler is looked up (never hipcc) when its plugin is needed.
         assert_eq!(g.tools.looked_up, want, "{argv}");
     }
     let off = given("-fgpu-rdc a.o -o app", &[("SQTT_ENABLED", "0")])
@@ -759,10 +820,104 @@ fn launcher_plans() {
         .unwrap();
     assert_eq!(off.command.args, ["-fgpu-rdc", "a.o", "-o", "app"]);
     assert_eq!(off.command.env("SQTT_ENABLED"), Some("0"));
+    let off = given("-x hip -c k.hip", &[("SQTT_ENABLED", "0")])
+        .run(Some("clang++"))
+        .unwrap();
+    assert_eq!(extra(&off, "-x hip -c k.hip"), added(&[Include]));
     let e = given("-c k.hip", &[("SQTT_MEM_BARRIER", "sometimes")])
         .run(Some("clang++"))
         .unwrap_err();
     assert!(matches!(e, Error::Settings(_)), "{e:?}");
+    // The dependency file names sqtt.toml and the plugin, as on the wrapper's route.
+    let mut g = given("-x hip -c k.hip -MD -MT k.o -MF k.o.d -o k.o", &[]);
+    g.config_file = Some("sqtt.toml");
+    let p = g.run(Some("clang++")).unwrap();
+    assert_eq!(
+        p.dep_file,
+        Some(DepFileInputs {
+            file: PathBuf::from("/w/k.o.d"),
+            inputs: vec![PathBuf::from("/w/sqtt.toml"), PathBuf::from(PLUGIN)],
+        })
+    );
+    assert!(p.wait);
+}
+
+/// A compiler cache runs the compiler and sees what the wrapper adds: the one `--sqtt-launch`
+/// was given (CMake's existing launcher), or the `ccache` setting's, for compiles only.
+#[test]
+fn a_compiler_cache_runs_the_compiler_with_everything_on_its_command_line() {
+    let argv = "-x hip -c k.hip -o k.o";
+    let given_args = shell_words::split(argv).unwrap();
+    // The compiler, what the wrapper adds, then the user's arguments.
+    let after_compiler = |p: &Plan, compiler: &str| {
+        assert_eq!(p.command.args[0], compiler, "{p:?}");
+        let rest = &p.command.args[1..];
+        let at = rest.len() - given_args.len();
+        assert_eq!(rest[at..], given_args[..]);
+        rest[..at].to_vec()
+    };
+    for (launch, env) in [
+        ("ccache clang++", &[][..]),
+        ("/usr/bin/ccache clang++", &[][..]),
+        ("clang++", &[("SQTT_CCACHE", "1")][..]),
+        (
+            "ccache clang++",
+            &[("SQTT_CCACHE", "/opt/other/ccache")][..],
+        ),
+    ] {
+        let mut g = given(argv, env);
+        let p = g.run(Some(launch)).unwrap();
+        assert_eq!(
+            p.command.program.file_name().unwrap(),
+            "ccache",
+            "{launch} {env:?}"
+        );
+        assert_ne!(
+            p.command.program,
+            Path::new("/opt/other/ccache"),
+            "the launcher's wins"
+        );
+        assert_eq!(
+            after_compiler(&p, "clang++"),
+            added(&[Plugin, Include, Define])
+        );
+    }
+    // The wrapper's route: compiles only, hipcc behind the cache.
+    let p = given(argv, &[("SQTT_CCACHE", "yes")]).plan();
+    assert_eq!(p.command.program, Path::new("/usr/bin/ccache"));
+    assert_eq!(after_compiler(&p, HIPCC), added(&[Plugin, Include, Define]));
+    assert_eq!(p.command.env("SQTT_HIPCC_DEPTH"), Some("1"));
+    for argv in ["k.o -o app", "-E k.hip", "--version"] {
+        let p = given(argv, &[("SQTT_CCACHE", "1")]).plan();
+        assert_eq!(p.command.program, Path::new(HIPCC), "{argv}");
+    }
+    let mut g = given("-c k.hip", &[("SQTT_CCACHE", "0")]);
+    assert_eq!(g.plan().command.program, Path::new(HIPCC));
+    assert!(!g.tools.looked_up.contains(&"cache"));
+    // The plugin's content hash is among the arguments the cache hashes.
+    let p = given("-c k.hip", &[("SQTT_CCACHE", "1")]).plan();
+    assert!(p
+        .command
+        .args
+        .contains(&format!("-fplugin-arg-sqtt-sha256={HASH}")));
+}
+
+#[test]
+fn the_launched_command_splits_off_a_cache() {
+    let v = |s: &str| shell_words::split(s).unwrap();
+    let cmd = v("ccache clang++ -c k.hip");
+    let (l, rest) = split_launched(&cmd).unwrap();
+    assert_eq!(
+        (l.cache.as_deref(), l.compiler.as_str(), rest),
+        (Some("ccache"), "clang++", &v("-c k.hip")[..])
+    );
+    let cmd = v("/usr/lib/llvm-15/bin/clang++ -c k.hip");
+    let (l, rest) = split_launched(&cmd).unwrap();
+    assert_eq!(l.cache, None);
+    assert_eq!(l.compiler, "/usr/lib/llvm-15/bin/clang++");
+    assert_eq!(rest, &v("-c k.hip")[..]);
+    assert!(split_launched(&v("ccache")).is_none());
+    assert!(split_launched(&[]).is_none());
 }
 
 /// The user's `-mllvm -sqtt-marker-*` (issue 25): taken out of what hipcc gets (lld knows no such
@@ -846,7 +1001,11 @@ fn plugin_options_of_the_user_reach_the_plugin_and_never_lld() {
     )
     .run(Some("clang++"))
     .unwrap();
-    assert_eq!(p.command.args, ["-x", "hip", "-c", "k.hip", "-o", "k.o"]);
+    let added = extra(&p, "-x hip -c k.hip -o k.o");
+    assert!(
+        added.contains(&"-sqtt-marker-scope-cu=0xFFFFFFFF".to_string()),
+        "{added:?}"
+    );
     assert_eq!(p.command.env("SQTT_SCOPE_CU"), Some("0xFFFFFFFF"));
 }
 

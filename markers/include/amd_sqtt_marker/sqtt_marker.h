@@ -31,6 +31,8 @@
 
 #include <stdint.h>
 
+#include "../sqtt_m0_record.h"
+
 #ifndef AMD_SQTT_MARKER_ENABLE
 #if defined(SQTT_ENABLED) && (SQTT_ENABLED + 0)
 #define AMD_SQTT_MARKER_ENABLE 1
@@ -72,14 +74,6 @@ SQTT_AMD_API_DEVICE void sqtt_marker_data(const char *name, uint32_t data);
 }
 #endif
 
-/* One 32-bit value into the trace through M0: the same asm as markers.hpp's numeric markers, so
- * the plugin recognises it and rewrites it into its own M0 sequence. */
-SQTT_AMD_API void sqtt_amd_api_record(uint32_t value) {
-  __builtin_amdgcn_sched_barrier(0);
-  __asm__ volatile("s_nop 0\n\ts_ttracedata" : : "{m0}"(value));
-  __builtin_amdgcn_sched_barrier(0);
-}
-
 SQTT_AMD_API void amd_sqtt_marker_enter_string(const char *name) {
   __sqtt_named_marker_enter(name);
 }
@@ -93,13 +87,13 @@ SQTT_AMD_API void amd_sqtt_marker_data_string(const char *name, uint32_t data) {
   __sqtt_named_marker_data(name, data);
 }
 SQTT_AMD_API void amd_sqtt_marker_enter_id(uint32_t id) {
-  sqtt_amd_api_record((id << 2) | AMD_SQTT_MARKER_FLAG_ENTER);
+  __sqtt_m0_record((id << 2) | AMD_SQTT_MARKER_FLAG_ENTER);
 }
 /* An exit always pops the top scope. */
 SQTT_AMD_API void amd_sqtt_marker_exit(void) {
-  sqtt_amd_api_record(AMD_SQTT_MARKER_FLAG_EXIT_PREV);
+  __sqtt_m0_record(AMD_SQTT_MARKER_FLAG_EXIT_PREV);
 }
-SQTT_AMD_API void amd_sqtt_marker_point_id(uint32_t id) { sqtt_amd_api_record(id << 2); }
+SQTT_AMD_API void amd_sqtt_marker_point_id(uint32_t id) { __sqtt_m0_record(id << 2); }
 SQTT_AMD_API void sqtt_marker_enter_id(uint32_t id) { amd_sqtt_marker_enter_id(id); }
 SQTT_AMD_API void sqtt_marker_exit_id(uint32_t id) {
   (void)id;

@@ -1,11 +1,17 @@
-//! The whole trace-directory pipeline on arbitrary files: the input is split at NUL bytes into
-//! `filenames.json`, `shaderdata_0_0.json`, `occupancy.json` and `code.json` of one ui directory,
-//! then `sqtt stats` and `sqtt memory` run over it: a result or an error, never a panic.
+//! The whole trace-directory pipeline on arbitrary files: the input is split at its first four
+//! NUL bytes into `filenames.json`, `shaderdata_0_0.json`, `occupancy.json` and `code.json` of
+//! one ui directory, and what follows the fourth makes a compressed bundle (codeobj's
+//! `ccob_input`: bounded decompression) that is the directory's code object
+//! `fuzz_code_object_id_1.out`; then `sqtt stats` and `sqtt memory` run over it: a result or an
+//! error, never a panic.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use std::path::PathBuf;
 use std::sync::OnceLock;
+
+#[path = "../../../codeobj/fuzz/ccob_input.rs"]
+mod ccob_input;
 
 use sqtt_tools::diag::NoProgress;
 use sqtt_tools::engine::Options;
@@ -28,12 +34,23 @@ fuzz_target!(|data: &[u8]| {
         "occupancy.json",
         "code.json",
     ];
-    let mut parts = data.split(|b| *b == 0).collect::<Vec<_>>().into_iter();
+    let mut rest = data;
     for name in names {
         let _ = std::fs::remove_file(ui.join(name));
-        if let Some(p) = parts.next() {
-            std::fs::write(ui.join(name), p).unwrap();
+        if rest.is_empty() {
+            continue;
         }
+        let (part, after) = match rest.iter().position(|b| *b == 0) {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, &[][..]),
+        };
+        std::fs::write(ui.join(name), part).unwrap();
+        rest = after;
+    }
+    let co = root.join("fuzz_code_object_id_1.out");
+    let _ = std::fs::remove_file(&co);
+    if !rest.is_empty() {
+        std::fs::write(&co, ccob_input::ccob(rest)).unwrap();
     }
     let _ = sqtt_tools::commands::stats(root, Some(2.0), &Options::default(), &NoProgress);
     let _ = sqtt_tools::commands::memory(

@@ -38,6 +38,8 @@ pub(super) struct Demux {
     first_unread: Option<Option<u64>>,
     /// Why each shaderdata file of the last pass failed.
     pub file_errors: Vec<String>,
+    /// The shaderdata files in reading order (found by the first pass).
+    files: Option<Vec<(u32, std::path::PathBuf)>>,
 }
 
 /// Counts the bytes a survey pass reads of a file.
@@ -78,6 +80,9 @@ struct Slot {
     /// The slot's waves in occupancy, and the one the last record fell in.
     spans: Vec<WaveSpan>,
     cursor: usize,
+    /// The first of `spans` not yet delivered: waves without records are delivered as the
+    /// records pass them by, the rest at the end of the pass.
+    next_span: usize,
     wave: Wave,
     /// The correction domain of the slot's packed headers, for the code object, cu and simd
     /// it was looked up for (a slot key shared by two of them would not tell those apart).
@@ -129,6 +134,7 @@ impl Slot {
             wave_id: r.wave_id,
             spans,
             cursor: 0,
+            next_span: 0,
             wave: Wave::default(),
             domain: None,
         }
@@ -184,8 +190,45 @@ impl Slot {
         if self.active {
             self.end_wave::<S, M>(slot, p);
         }
+        if span != NONE {
+            self.waves_without_records::<S, M>(slot, span, p, stats);
+            self.next_span = self.next_span.max(span + 1);
+        }
         stats.waves += 1;
         self.start_wave::<S, M>(slot, span, time, p);
+    }
+
+    /// Delivers the slot's waves in occupancy before span `upto` that no record fell in (not
+    /// yet delivered): each lasts from its start to its end, as a wave with records does. One
+    /// with no end has no known length and is left out, counted.
+    fn waves_without_records<S: Sink, const M: Mode>(
+        &mut self,
+        slot: usize,
+        upto: usize,
+        p: &mut Pass<S>,
+        stats: &mut RunStats,
+    ) {
+        let upto = upto.min(self.spans.len());
+        for span in self.next_span..upto {
+            let s = self.spans[span];
+            let Some(end) = s.end else {
+                if M != SURVEY {
+                    let (se, cu, simd, w) = (self.se, self.cu, self.simd, self.wave_id);
+                    p.diag.warn(kind::NO_LENGTH, || {
+                        format!(
+                            "se {se} cu {cu} simd {simd} wave {w} #{span} started at {}",
+                            s.start
+                        )
+                    });
+                }
+                continue;
+            };
+            stats.waves += 1;
+            self.start_wave::<S, M>(slot, span, s.start, p);
+            self.last_t = end;
+            self.end_wave::<S, M>(slot, p);
+        }
+        self.next_span = self.next_span.max(upto);
     }
 
     fn start_wave<S: Sink, const M: Mode>(
@@ -442,12 +485,18 @@ fn wave_end(w: &Wave, last_t: u64) -> u64 {
 }
 
 /// The time of a header: the arrival less its delay beyond its clock domain's least (when
-/// packed), never before the wave's previous header.
+/// packed), never before the wave's previous header, and never after the wave's end.
+///
+/// A record after its wave's end in occupancy belongs to that wave until its slot starts
+/// another (AMD's scripts take the latest wave start at or before a record: the wave is still
+/// draining), but it does not make the wave longer than occupancy says: it is placed at the
+/// wave's end, and counted.
 #[inline]
 fn header_time<S>(
     arrival: u64,
     sample: Option<Sample>,
     last_t: &mut u64,
+    wave: &Wave,
     p: &mut Pass<S>,
     stats: &mut RunStats,
 ) -> u64 {
@@ -457,9 +506,41 @@ fn header_time<S>(
         stats.corrected += u64::from(excess > 0);
         time = arrival.saturating_sub(excess);
     }
-    let time = time.max(*last_t);
+    let mut time = time.max(*last_t);
+    if let Some(end) = wave.end.filter(|&e| time > e) {
+        after_end(p, wave, time, end);
+        time = end.max(*last_t);
+    }
     *last_t = time;
     time
+}
+
+/// Counts a record at `time`, after the end of its wave at `end`.
+#[cold]
+fn after_end<S>(p: &mut Pass<S>, w: &Wave, time: u64, end: u64) {
+    p.diag.warn(kind::AFTER_END, || {
+        format!(
+            "se {} cu {} simd {} wave {} #{}: a record at {time}, {} cycles after the wave's end at {end}",
+            w.se,
+            w.cu,
+            w.simd,
+            w.wave_id,
+            w.instance,
+            time - end
+        )
+    });
+}
+
+/// A record of the slot `key` (with its shader engine), to make the slot by.
+fn slot_of_key(key: u64) -> (u32, Record) {
+    let (se, cu, simd, wave_id) = crate::input::slot_fields(key);
+    let r = Record {
+        cu,
+        simd,
+        wave_id,
+        ..Record::default()
+    };
+    (se, r)
 }
 
 /// The slots of one ui directory, found by `(se, cu, simd, wave_id)`.
@@ -541,11 +622,12 @@ const ORDER_BATCH: usize = 1 << 14;
 /// record through the window on its own. In-order records are only appended.
 #[derive(Default)]
 pub(super) struct Reorder {
-    /// Records not yet handed on, in time order; all but the last [`ORDER_WINDOW`] of them are
-    /// past the window.
+    /// Records not yet handed on, in time order (but for late ones); all but the last
+    /// [`ORDER_WINDOW`] of them are past the window.
     buf: Vec<Record>,
-    /// Time of the last record handed on before `buf`.
-    last_out: Option<u64>,
+    /// The latest time of the records past the window (handed on or not): a record earlier
+    /// than that can no longer be put in its place.
+    past: Option<u64>,
     /// Records put back in order, and the first of them.
     moved: u64,
     first_moved: String,
@@ -561,6 +643,11 @@ impl Reorder {
             Some(b) if r.time < b.time => self.misplaced(r),
             _ => self.buf.push(*r),
         }
+        // One record more: one more goes past the window.
+        if let Some(x) = self.buf.len().checked_sub(ORDER_WINDOW + 1) {
+            let t = self.buf[x].time;
+            self.past = Some(self.past.map_or(t, |p| p.max(t)));
+        }
         if self.buf.len() >= ORDER_WINDOW + ORDER_BATCH {
             self.hand_on(f);
         }
@@ -575,7 +662,6 @@ impl Reorder {
         for x in &self.buf[..n] {
             f(x);
         }
-        self.last_out = Some(self.buf[n - 1].time);
         self.buf.drain(..n);
     }
 
@@ -592,11 +678,7 @@ impl Reorder {
             )
         };
         let window = self.buf.len().saturating_sub(ORDER_WINDOW);
-        let last_out = match window {
-            0 => self.last_out,
-            w => Some(self.buf[w - 1].time),
-        };
-        if last_out.is_some_and(|t| r.time < t) {
+        if self.past.is_some_and(|t| r.time < t) {
             if self.late == 0 {
                 self.first_late = describe(r, &self.buf);
             }
@@ -618,8 +700,34 @@ impl Reorder {
             f(x);
         }
         self.buf.clear();
-        self.last_out = None;
+        self.past = None;
     }
+}
+
+/// The shaderdata files of `ui`, shader engine by shader engine, each engine's chunks in the
+/// order of their first records' times: a chunk listed out of place (as plain names carry no
+/// begin time) is a whole file of records out of order, which no window of records can put
+/// back. When a chunk's first time cannot be read, the engine's chunks keep the order
+/// [`UiDir`] gives (by listed begin time, then as listed).
+fn reading_order(ui: &UiDir) -> Vec<(u32, std::path::PathBuf)> {
+    let mut out = Vec::with_capacity(ui.shaderdata.len());
+    for chunks in ui.shaderdata.chunk_by(|a, b| a.0 == b.0) {
+        let firsts: Option<Vec<u64>> = if chunks.len() > 1 {
+            chunks
+                .iter()
+                .map(|(_, p)| shaderdata::first_time(p))
+                .collect()
+        } else {
+            None
+        };
+        let mut chunks: Vec<_> = chunks.iter().cloned().enumerate().collect();
+        if let Some(t) = firsts {
+            // Stable: chunks starting at the same time stay as listed.
+            chunks.sort_by_key(|(i, _)| t[*i]);
+        }
+        out.extend(chunks.into_iter().map(|(_, c)| c));
+    }
+    out
 }
 
 struct CountingReader<'p, R> {
@@ -640,6 +748,7 @@ impl Demux {
     pub fn reset(&mut self) {
         for s in &mut self.slots.slots {
             s.cursor = 0;
+            s.next_span = 0;
             s.span = NONE;
             s.active = false;
             s.frame.pending = 0;
@@ -659,7 +768,8 @@ impl Demux {
         let mut file_errors: Vec<String> = Vec::new();
         let mut order = Reorder::default();
         let mut cur_se = None;
-        for (se, path) in &ui.shaderdata {
+        let files = self.files.get_or_insert_with(|| reading_order(ui)).clone();
+        for (se, path) in &files {
             let se = *se;
             if let Some(prev) = cur_se.filter(|p| *p != se) {
                 order.flush(|r| self.record::<S, M>(p, prev, r));
@@ -755,6 +865,24 @@ impl Demux {
             if slot.active {
                 slot.end_wave::<S, M>(i, p);
             }
+            slot.waves_without_records::<S, M>(i, usize::MAX, p, &mut self.stats);
+        }
+        // Slots whose waves left no record at all.
+        let mut unseen: Vec<u64> = p.catalog.occ.slots.keys().copied().collect();
+        unseen.sort_unstable();
+        for key in unseen {
+            let spans = p.catalog.occ.slots.remove(&key).unwrap_or_default();
+            let (se, r) = slot_of_key(key);
+            let n = self.slots.slots.len();
+            let i = self.slots.find(se, &r, |_| spans);
+            if i == n {
+                self.slots.slots[i].waves_without_records::<S, M>(
+                    i,
+                    usize::MAX,
+                    p,
+                    &mut self.stats,
+                );
+            }
         }
     }
 
@@ -783,9 +911,18 @@ impl Demux {
         }
         let Some(ci) = slot.co else {
             // Which records are payload is unknown without the funcmap: none is read, but the
-            // wave still lasts until its last record.
+            // wave still lasts until its last record (within its occupancy).
             self.stats.unread += 1;
-            slot.last_t = slot.last_t.max(r.time);
+            let t = match slot.wave.end {
+                Some(end) if r.time > end => {
+                    if M != SURVEY {
+                        after_end(p, &slot.wave, r.time, end);
+                    }
+                    end
+                }
+                _ => r.time,
+            };
+            slot.last_t = slot.last_t.max(t);
             self.first_unread.get_or_insert(slot.wave.dispatch);
             return;
         };
@@ -797,7 +934,10 @@ impl Demux {
         self.stats.headers += 1;
         let h = slot.read_header::<S, M>(idx, ci, se, r, p);
         let time = match M {
-            DIRECT => header_time(r.time, h.sample, &mut slot.last_t, p, &mut self.stats),
+            DIRECT => {
+                let w = &slot.wave;
+                header_time(r.time, h.sample, &mut slot.last_t, w, p, &mut self.stats)
+            }
             _ => {
                 if let Some(s) = h.sample {
                     p.clocks.survey(s);
@@ -887,7 +1027,8 @@ impl Demux {
                         }),
                         _ => None,
                     };
-                    let time = header_time(arrival, sample, &mut w.last_t, p, &mut self.stats);
+                    let time =
+                        header_time(arrival, sample, &mut w.last_t, &w.wave, p, &mut self.stats);
                     let read = ReadHeader {
                         // Read as a legacy header when the direct pass would.
                         marker: DecodedMarker {
@@ -978,31 +1119,22 @@ fn header(h: ReadHeader, time: u64, arrival: u64, decode_markers: bool) -> Heade
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A fixed-seed xorshift64 stream.
-    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
-        move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        }
-    }
+    use crate::test_rng::Rng;
 
     /// The demultiplexer's own decoding gives what sqtt-markers' does, for every layout.
     #[test]
     fn header_decoding_is_the_markers_crates() {
         use sqtt_markers::encoding::decode_marker_value_with;
-        let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let known = |id: u32| id.is_multiple_of(3);
         for bits in 0..31 {
             for shift in [0, 1, 4, 8, 20] {
                 let enc = MarkerEncoding::packed(bits, shift);
                 for _ in 0..2000 {
-                    let raw = match next() % 4 {
-                        0 => next() as u32 & 0xff,
+                    let raw = match rng.next() % 4 {
+                        0 => rng.next() as u32 & 0xff,
                         1 => 1,
-                        _ => next() as u32,
+                        _ => rng.next() as u32,
                     };
                     let want = decode_marker_value_with(raw, &enc, known);
                     let got = match Packed::of(&enc) {
@@ -1024,7 +1156,7 @@ mod tests {
     }
 
     /// The window as defined: each record goes in (in place, or at the front when earlier than
-    /// one already handed on), and the oldest goes out once more than the window is held.
+    /// any already handed on), and the oldest goes out once more than the window is held.
     fn one_at_a_time(records: &[Record]) -> (Vec<u64>, u64, u64) {
         let mut buf = std::collections::VecDeque::<Record>::new();
         let (mut out, mut last_out, mut moved, mut late) = (Vec::new(), None, 0, 0);
@@ -1044,7 +1176,7 @@ mod tests {
             }
             if buf.len() > ORDER_WINDOW {
                 let x = buf.pop_front().unwrap();
-                last_out = Some(x.time);
+                last_out = Some(last_out.map_or(x.time, |t: u64| t.max(x.time)));
                 out.push(x.value as u64);
             }
         }
@@ -1054,18 +1186,23 @@ mod tests {
 
     #[test]
     fn batches_hand_on_what_one_record_at_a_time_would() {
-        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         let mut seen = (0, 0);
         for case in 0..40 {
-            let n = 1000 + (next() % 60_000) as usize;
+            let n = 1000 + (rng.next() % 60_000) as usize;
             let mut t = 1_000_000u64;
             let records: Vec<Record> = (0..n)
                 .map(|i| {
-                    t += next() % 4;
+                    t += rng.next() % 4;
+                    // A chunk's worth of records from long before (a chunk file read out of
+                    // its place): each is late, never put back among those already past.
+                    if case % 4 == 3 && i == n / 2 {
+                        t -= 900_000;
+                    }
                     // Mostly in order; now and then a record from a little or a long way back.
-                    let time = match next() % 200 {
-                        0 => t.saturating_sub(next() % 50),
-                        1 if case % 2 == 0 => t.saturating_sub(next() % 100_000),
+                    let time = match rng.next() % 200 {
+                        0 => t.saturating_sub(rng.next() % 50),
+                        1 if case % 2 == 0 => t.saturating_sub(rng.next() % 100_000),
                         _ => t,
                     };
                     Record {

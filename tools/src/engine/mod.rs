@@ -56,6 +56,12 @@ pub struct Options {
     /// Which form of the capture to read: the raw traces or the `ui_output_*` directories
     /// (`--input`).
     pub input: crate::raw::Route,
+    /// The files the run will write (`--svg`, `-o`): one that is one of the trace's inputs is
+    /// refused once the inputs are known, before anything is read or written.
+    pub outputs: Vec<std::path::PathBuf>,
+    /// Whether the run writes to standard output, which is then refused when it is redirected
+    /// into one of the inputs.
+    pub to_stdout: bool,
 }
 
 impl Options {
@@ -77,6 +83,8 @@ impl Default for Options {
             short_names: false,
             code_objects: Vec::new(),
             input: crate::raw::Route::Auto,
+            outputs: Vec::new(),
+            to_stdout: false,
         }
     }
 }
@@ -228,6 +236,8 @@ pub struct Trace {
     files: std::collections::BTreeMap<std::path::PathBuf, Funcmap>,
     /// The funcmaps of `--code-object` files, with their sources.
     extra: Vec<(Funcmap, String)>,
+    /// The `--code-object` files.
+    option_files: Vec<std::path::PathBuf>,
     pub diag: Diagnostics,
 }
 
@@ -262,14 +272,59 @@ impl Trace {
         for w in &dir.warnings {
             diag.warn(kind::BAD_FILE, || w.clone());
         }
+        for ui in &dir.ui_dirs {
+            let r = &ui.repeated_listings;
+            diag.warn_n(kind::REPEATED_LISTING, r.count, || {
+                r.first
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            });
+        }
         let files = dir.read_code_objects(&mut diag);
         Ok(Trace {
             dir,
             file_errors: Vec::new(),
             files,
             extra,
+            option_files: code_objects.to_vec(),
             diag,
         })
+    }
+
+    /// Every file the run reads: each ui directory's `filenames.json`, shaderdata files,
+    /// `occupancy.json` and `code.json` (a raw domain's `.att` files and kernel trace), the code
+    /// object files and the `--code-object` files.
+    pub fn input_files(&self) -> Vec<std::path::PathBuf> {
+        let mut v = self.option_files.clone();
+        v.extend(self.dir.code_object_files.iter().map(|(_, p)| p.clone()));
+        for ui in &self.dir.ui_dirs {
+            if let Some(k) = ui.raw.as_ref().and_then(|r| r.kernel_trace.as_ref()) {
+                v.push(k.clone());
+            }
+            for f in ["filenames.json", "occupancy.json", "code.json"] {
+                v.push(ui.path.join(f));
+            }
+            v.extend(ui.shaderdata.iter().map(|(_, p)| p.clone()));
+        }
+        v
+    }
+
+    /// Refuses the outputs `opts` names (and standard output, when the run writes there) when
+    /// one is an input of this trace, before anything is written.
+    pub fn check_outputs<P: AsRef<Path>>(
+        &self,
+        outputs: impl IntoIterator<Item = P>,
+        to_stdout: bool,
+    ) -> Result<(), Error> {
+        let inputs = sqtt_files::output::Inputs::new(self.input_files());
+        for o in outputs {
+            inputs.check(o.as_ref()).map_err(Error::BadOutput)?;
+        }
+        if to_stdout {
+            inputs.check_stdout().map_err(Error::BadOutput)?;
+        }
+        Ok(())
     }
 
     /// Total bytes of shaderdata, for progress.

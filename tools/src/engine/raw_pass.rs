@@ -62,7 +62,13 @@ impl Demux {
                 });
             }
             // The engine's waves before its records: a record's wave is found among them.
-            raw::add_waves(&mut p.catalog.occ, decoded.waves, raw.occupancy_id);
+            if let Err(e) =
+                raw::add_waves(&mut p.catalog.occ, decoded.waves, raw.occupancy_id, path)
+            {
+                counts.files_bad += 1;
+                file_errors.push(e.to_string());
+                continue;
+            }
             counts.files_ok += 1;
             counts.records += records.len() as u64;
             for r in &records {
@@ -71,7 +77,7 @@ impl Demux {
             order.flush(|r| self.record::<S, M>(p, se, r));
         }
         if raw.kernel.is_none() {
-            let what = if raw.kernel_trace {
+            let what = if raw.kernel_trace.is_some() {
                 kind::NOT_IN_KERNEL_TRACE
             } else {
                 kind::NO_KERNEL_TRACE

@@ -1,46 +1,32 @@
 //! The Chrome Trace Event JSON form of the timeline (`sqtt perfetto --json`).
 //!
-//! `pid` is the dispatch (0 = unknown), one thread per wave instance named
-//! `CU{cu}/SIMD{simd}/W{wid}#{inst}` with the tid of [`thread_id`]; scopes are `B`/`E` slices,
-//! points thread-scoped instants (`i`). Timestamps are microseconds of `cycles /
-//! clock_rate_ghz` ns, or cycles labelled as ns without a clock rate.
+//! What it shows is the [`Timeline`](super::Timeline)'s: `pid` and `tid` as given, `M` events
+//! naming processes and threads; scopes are `B`/`E` slices, points thread-scoped instants (`i`).
+//! Timestamps are the timeline's ns written as microseconds with three decimals.
 
 use std::io::{self, Write};
 
-use rustc_hash::FxHashSet;
-
-use super::{category, thread_id, BlockWriter, Encoder, POINT_CATEGORY};
-use crate::codeobj::MarkerClass;
-use crate::engine::{Marker, Names, ScopeKind, Wave};
+use super::{category, BlockWriter, Encoder, Point, Thread, POINT_CATEGORY};
+use crate::engine::{Names, ScopeKind};
 
 /// The JSON writer of one ui directory.
 pub struct JsonEncoder<W: Write> {
     w: BlockWriter<W>,
-    clock_ghz: Option<f64>,
     /// `(pid, tid)` of each slot's wave.
-    slots: Vec<(u64, u32)>,
-    tids: FxHashSet<u32>,
-    next_spare: u32,
+    slots: Vec<(u32, u32)>,
     escaped: Vec<Option<Box<str>>>,
     events: u64,
 }
 
-fn ts_into(buf: &mut Vec<u8>, cycles: u64, clock: Option<f64>) {
-    match clock {
-        None => {
-            let mut b = itoa::Buffer::new();
-            buf.extend_from_slice(b.format(cycles / 1000).as_bytes());
-            let frac = cycles % 1000;
-            buf.push(b'.');
-            buf.push(b'0' + (frac / 100) as u8);
-            buf.push(b'0' + (frac / 10 % 10) as u8);
-            buf.push(b'0' + (frac % 10) as u8);
-        }
-        Some(g) => {
-            let us = cycles as f64 / g / 1000.0;
-            let _ = write!(buf, "{us:.3}");
-        }
-    }
+/// `ns` as microseconds with three decimals (exact).
+fn ts_into(buf: &mut Vec<u8>, ns: u64) {
+    let mut b = itoa::Buffer::new();
+    buf.extend_from_slice(b.format(ns / 1000).as_bytes());
+    let frac = ns % 1000;
+    buf.push(b'.');
+    buf.push(b'0' + (frac / 100) as u8);
+    buf.push(b'0' + (frac / 10 % 10) as u8);
+    buf.push(b'0' + (frac % 10) as u8);
 }
 
 impl<W: Write> JsonEncoder<W> {
@@ -58,10 +44,7 @@ impl<W: Write> JsonEncoder<W> {
         )?;
         Ok(JsonEncoder {
             w: BlockWriter::new(out),
-            clock_ghz,
             slots: Vec::new(),
-            tids: FxHashSet::default(),
-            next_spare: u32::MAX,
             escaped: Vec::new(),
             events: 0,
         })
@@ -115,7 +98,7 @@ impl<W: Write> JsonEncoder<W> {
             buf.extend_from_slice(b"\"");
         }
         buf.extend_from_slice(b",\"ts\":");
-        ts_into(&mut buf, t, self.clock_ghz);
+        ts_into(&mut buf, t);
         let mut b = itoa::Buffer::new();
         buf.extend_from_slice(b",\"pid\":");
         buf.extend_from_slice(b.format(pid).as_bytes());
@@ -124,7 +107,7 @@ impl<W: Write> JsonEncoder<W> {
         self.w.buf = buf;
     }
 
-    fn meta(&mut self, what: &str, pid: u64, tid: u32, name: &str) {
+    fn meta(&mut self, what: &str, pid: u32, tid: u32, name: &str) {
         self.sep();
         let _ = write!(
             self.w.buf,
@@ -136,29 +119,18 @@ impl<W: Write> JsonEncoder<W> {
 }
 
 impl<W: Write> Encoder for JsonEncoder<W> {
-    fn process(&mut self, pid: Option<u64>, name: &str) {
-        let pid = pid.unwrap_or(0);
-        // The process's own thread (tid = pid), as Chrome traces name processes.
-        self.meta("process_name", pid, pid as u32, name);
+    fn process(&mut self, pid: u32, first_tid: u32, name: &str) {
+        // Perfetto makes a thread of every event's (pid, tid), this one's included: the
+        // process's first wave thread, which is there anyway.
+        self.meta("process_name", pid, first_tid, name);
     }
 
-    fn thread(&mut self, slot: usize, w: &Wave) {
-        let pid = w.dispatch.unwrap_or(0);
-        let tid = thread_id(w.se, w.cu, w.simd, w.wave_id, w.instance)
-            .filter(|t| !self.tids.contains(t))
-            .unwrap_or_else(|| {
-                while self.tids.contains(&self.next_spare) {
-                    self.next_spare -= 1;
-                }
-                self.next_spare
-            });
-        self.tids.insert(tid);
+    fn thread(&mut self, slot: usize, t: &Thread) {
         if self.slots.len() <= slot {
             self.slots.resize(slot + 1, (0, 0));
         }
-        self.slots[slot] = (pid, tid);
-        let tname = format!("CU{}/SIMD{}/W{}#{}", w.cu, w.simd, w.wave_id, w.instance);
-        self.meta("thread_name", pid, tid, &tname);
+        self.slots[slot] = (t.pid, t.tid);
+        self.meta("thread_name", t.pid, t.tid, t.name);
     }
 
     fn begin(&mut self, names: &Names, slot: usize, t: u64, frame: u32, kind: ScopeKind) {
@@ -174,25 +146,27 @@ impl<W: Write> Encoder for JsonEncoder<W> {
         self.flush_event();
     }
 
-    fn instant(&mut self, names: &Names, slot: usize, t: u64, m: &Marker, payload: &[u32]) {
-        self.head("i", Some((m.frame, names)), POINT_CATEGORY, t, slot);
+    fn instant(&mut self, names: &Names, slot: usize, t: u64, p: &Point) {
+        self.head("i", Some((p.frame, names)), POINT_CATEGORY, t, slot);
         let buf = &mut self.w.buf;
         let mut b = itoa::Buffer::new();
         buf.extend_from_slice(b",\"s\":\"t\",\"args\":{\"id\":");
-        buf.extend_from_slice(b.format(m.id).as_bytes());
-        buf.extend_from_slice(b",\"value\":");
-        buf.extend_from_slice(b.format(m.value).as_bytes());
-        if let Some(loc) = m.entry.and_then(|e| e.source_loc.as_deref()) {
+        buf.extend_from_slice(b.format(p.id).as_bytes());
+        if let Some(v) = p.value {
+            buf.extend_from_slice(b",\"value\":");
+            buf.extend_from_slice(b.format(v).as_bytes());
+        }
+        if let Some(loc) = p.source_loc {
             buf.extend_from_slice(b",\"source_loc\":");
             buf.extend_from_slice(serde_json::to_string(loc).unwrap_or_default().as_bytes());
         }
-        if !payload.is_empty() && !matches!(m.class, MarkerClass::Address(_)) {
+        if !p.payload.is_empty() {
             buf.extend_from_slice(b",\"payload\":[");
-            for (i, p) in payload.iter().enumerate() {
+            for (i, v) in p.payload.iter().enumerate() {
                 if i > 0 {
                     buf.push(b',');
                 }
-                buf.extend_from_slice(b.format(*p).as_bytes());
+                buf.extend_from_slice(b.format(*v).as_bytes());
             }
             buf.push(b']');
         }

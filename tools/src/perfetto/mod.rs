@@ -5,8 +5,9 @@
 //! marker ID, value, source location and payload as arguments). Events of one wave are written
 //! in time order as they are decoded; scopes still open at the wave's end are closed there.
 //!
-//! [`Timeline`] keeps the open scopes and the counts; an [`Encoder`] writes the file:
-//! [`proto::ProtoEncoder`] Perfetto's native protobuf trace (the default, `.pftrace`),
+//! [`Timeline`] decides what the file shows (pids, tids, names, times in ns, arguments), keeps
+//! the open scopes and the counts; an [`Encoder`] only writes it down, so the two formats show
+//! the same: [`proto::ProtoEncoder`] Perfetto's native protobuf trace (the default, `.pftrace`),
 //! [`json::JsonEncoder`] the Chrome Trace Event JSON (`.perfetto.json`).
 
 pub mod json;
@@ -14,8 +15,9 @@ pub mod proto;
 
 use std::io::{self, Write};
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::codeobj::MarkerClass;
 use crate::diag::{kind, Diagnostics};
 use crate::engine::{Marker, Names, ScopeKind, ScopeOp, Sink, Wave};
 
@@ -39,17 +41,6 @@ impl Format {
     }
 }
 
-/// The JSON thread ID of a wave instance: `(1 << 31) | (se << 26) | (cu << 20) | (simd << 16) |
-/// (wave << 8) | instance` when the fields fit (Perfetto reads `tid` as a 32-bit number, and
-/// bit 31 keeps it clear of tid 0), else `None`.
-pub fn thread_id(se: u32, cu: u32, simd: u32, wave: u32, instance: u32) -> Option<u32> {
-    if se < 32 && cu < 64 && simd < 16 && wave < 256 && instance < 256 {
-        Some((1 << 31) | (se << 26) | (cu << 20) | (simd << 16) | (wave << 8) | instance)
-    } else {
-        None
-    }
-}
-
 /// The category of a scope's slices.
 pub fn category(k: ScopeKind) -> &'static str {
     match k {
@@ -61,42 +52,87 @@ pub fn category(k: ScopeKind) -> &'static str {
 /// The category of point instants.
 pub const POINT_CATEGORY: &str = "sqtt.point";
 
-/// Writes the events of one timeline file. `slot` is the engine's stream slot: one wave at a
-/// time, from [`Encoder::thread`] to the next `thread` of the same slot.
+/// The largest pid and tid: both formats' readers take them as 32-bit signed numbers.
+const MAX_ID: u32 = i32::MAX as u32;
+
+/// A wave instance's thread, as both formats show it.
+#[derive(Debug, Clone, Copy)]
+pub struct Thread<'a> {
+    /// Its process (its dispatch's).
+    pub pid: u32,
+    /// 1, 2, 3, ... in the order the waves are met (unique in the file).
+    pub tid: u32,
+    /// `SE{se}/CU{cu}/SIMD{simd}/W{wave}#{instance}`.
+    pub name: &'a str,
+}
+
+/// Writes the events of one timeline file: what to show is decided by [`Timeline`] (processes,
+/// threads, names, times in ns), so that the formats cannot differ in it. `slot` is the engine's
+/// stream slot: one wave at a time, from [`Encoder::thread`] to the next `thread` of the same
+/// slot.
 pub trait Encoder {
-    /// A dispatch's process, before its first thread. `pid`: the dispatch, `None` for records
-    /// with no occupancy.
-    fn process(&mut self, pid: Option<u64>, name: &str);
+    /// A dispatch's process, before its first thread `first_tid`.
+    fn process(&mut self, pid: u32, first_tid: u32, name: &str);
     /// A wave instance's thread track.
-    fn thread(&mut self, slot: usize, wave: &Wave);
+    fn thread(&mut self, slot: usize, t: &Thread);
     /// A slice begins.
-    fn begin(&mut self, names: &Names, slot: usize, time: u64, frame: u32, kind: ScopeKind);
+    fn begin(&mut self, names: &Names, slot: usize, ns: u64, frame: u32, kind: ScopeKind);
     /// The innermost open slice ends.
-    fn end(&mut self, slot: usize, time: u64);
-    /// A point.
-    fn instant(&mut self, names: &Names, slot: usize, time: u64, m: &Marker, payload: &[u32]);
+    fn end(&mut self, slot: usize, ns: u64);
+    /// A point. `value` is its value when that is not the legacy form of its ID (`id << 2`,
+    /// as every decoded point's is); `payload` its data payload (none for address blocks).
+    fn instant(&mut self, names: &Names, slot: usize, ns: u64, p: &Point);
     /// The slot's wave ended (its open slices were ended before).
     fn wave_end(&mut self, _slot: usize) {}
     /// Events written so far.
     fn events(&self) -> u64;
 }
 
-/// The Perfetto sink: the open scopes of each wave, unmatched counts, and an encoder.
+/// A point as both formats show it.
+#[derive(Debug, Clone, Copy)]
+pub struct Point<'a> {
+    pub frame: u32,
+    pub id: u32,
+    /// The value, when it is not `id << 2`.
+    pub value: Option<u32>,
+    pub source_loc: Option<&'a str>,
+    pub payload: &'a [u32],
+}
+
+/// The Perfetto sink: what the timeline shows (processes and their pids, threads, their tids
+/// and names, times), the open scopes of each wave, unmatched counts, and an encoder.
 pub struct Timeline<E> {
     enc: E,
+    clock_ghz: Option<f64>,
     stacks: Vec<Vec<u32>>,
-    pids: FxHashSet<Option<u64>>,
+    /// The pid of each dispatch's process (`None`: records with no occupancy).
+    pids: FxHashMap<Option<u64>, u32>,
+    used_pids: FxHashSet<u32>,
+    next_spare_pid: u32,
+    next_tid: u32,
     pub unmatched_enter: u64,
     pub unmatched_exit: u64,
     first_unmatched: Option<String>,
 }
 
+/// `cycles` in ns: `cycles / clock_rate_ghz` rounded, or the cycles labelled as ns.
+pub fn ns(cycles: u64, clock_ghz: Option<f64>) -> u64 {
+    match clock_ghz {
+        None => cycles,
+        Some(g) => (cycles as f64 / g).round() as u64,
+    }
+}
+
 impl<E: Encoder> Timeline<E> {
-    pub fn new(enc: E) -> Timeline<E> {
+    pub fn new(enc: E, clock_ghz: Option<f64>) -> Timeline<E> {
         Timeline {
             enc,
+            clock_ghz,
             stacks: Vec::new(),
-            pids: FxHashSet::default(),
+            pids: FxHashMap::default(),
+            used_pids: FxHashSet::default(),
+            next_spare_pid: MAX_ID,
+            next_tid: 1,
             unmatched_enter: 0,
             unmatched_exit: 0,
             first_unmatched: None,
@@ -118,26 +154,61 @@ impl<E: Encoder> Timeline<E> {
         diag.warn_n(kind::UNMATCHED_ENTER, self.unmatched_enter, || ex);
         diag.warn_n(kind::UNMATCHED_EXIT, self.unmatched_exit, String::new);
     }
+
+    /// The pid of a new process: the dispatch ID when it is one (Perfetto keeps pid 0 for its
+    /// idle process, and reads pids as 32-bit signed numbers) and still free, else one counted
+    /// down from `i32::MAX` (records with no occupancy get one too: never a dispatch's).
+    fn new_pid(&mut self, dispatch: Option<u64>) -> u32 {
+        let own = dispatch
+            .and_then(|d| u32::try_from(d).ok())
+            .filter(|&d| (1..=MAX_ID).contains(&d) && !self.used_pids.contains(&d));
+        let pid = own.unwrap_or_else(|| {
+            while self.used_pids.contains(&self.next_spare_pid) {
+                self.next_spare_pid -= 1;
+            }
+            self.next_spare_pid
+        });
+        self.used_pids.insert(pid);
+        pid
+    }
 }
 
 impl<E: Encoder> Sink for Timeline<E> {
     fn wave_start(&mut self, names: &Names, slot: usize, w: &Wave) {
-        if self.pids.insert(w.dispatch) {
-            let kname = names.get(w.kernel);
-            let pname = match w.dispatch {
-                Some(d) => format!("dispatch {d}: {kname}"),
-                None => "unknown dispatch (no occupancy)".to_string(),
-            };
-            self.enc.process(w.dispatch, &pname);
-        }
+        let tid = self.next_tid;
+        self.next_tid = if tid == MAX_ID { 1 } else { tid + 1 };
+        let pid = match self.pids.get(&w.dispatch) {
+            Some(&p) => p,
+            None => {
+                let pid = self.new_pid(w.dispatch);
+                self.pids.insert(w.dispatch, pid);
+                let kname = names.get(w.kernel);
+                let pname = match w.dispatch {
+                    Some(d) => format!("dispatch {d}: {kname}"),
+                    None => "unknown dispatch (no occupancy)".to_string(),
+                };
+                self.enc.process(pid, tid, &pname);
+                pid
+            }
+        };
         if self.stacks.len() <= slot {
             self.stacks.resize_with(slot + 1, Vec::new);
         }
         self.stacks[slot].clear();
-        self.enc.thread(slot, w);
+        let name = format!(
+            "SE{}/CU{}/SIMD{}/W{}#{}",
+            w.se, w.cu, w.simd, w.wave_id, w.instance
+        );
+        let t = Thread {
+            pid,
+            tid,
+            name: &name,
+        };
+        self.enc.thread(slot, &t);
     }
 
     fn scope(&mut self, names: &Names, slot: usize, t: u64, op: ScopeOp, m: &Marker) {
+        let t = ns(t, self.clock_ghz);
         if matches!(op, ScopeOp::Exit | ScopeOp::ExitEnter) {
             if self.stacks[slot].pop().is_some() {
                 self.enc.end(slot, t);
@@ -152,7 +223,19 @@ impl<E: Encoder> Sink for Timeline<E> {
     }
 
     fn point(&mut self, names: &Names, slot: usize, t: u64, m: &Marker, payload: &[u32]) {
-        self.enc.instant(names, slot, t, m, payload);
+        let p = Point {
+            frame: m.frame,
+            id: m.id,
+            value: (m.value != m.id << 2).then_some(m.value),
+            source_loc: m.entry.and_then(|e| e.source_loc.as_deref()),
+            // An address block's records are its payload; `sqtt memory` shows them.
+            payload: if matches!(m.class, MarkerClass::Address(_)) {
+                &[]
+            } else {
+                payload
+            },
+        };
+        self.enc.instant(names, slot, ns(t, self.clock_ghz), &p);
     }
 
     fn wave_end(&mut self, names: &Names, slot: usize, w: &Wave, end: u64) {
@@ -171,6 +254,7 @@ impl<E: Encoder> Sink for Timeline<E> {
                 ));
             }
         }
+        let end = ns(end, self.clock_ghz);
         while stack.pop().is_some() {
             self.enc.end(slot, end);
         }

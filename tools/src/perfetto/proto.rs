@@ -5,31 +5,31 @@
 //! of Perfetto's published schema, `tools/proto/perfetto_trace.proto` lists the subset used).
 //!
 //! Layout:
-//! - A process track per dispatch (`ProcessDescriptor`: the dispatch ID as pid, `dispatch N:
-//!   kernel`); records with no occupancy go to a process counted down from `i32::MAX`, since
-//!   Perfetto keeps pid 0 for the idle process.
-//! - A thread track per wave instance (`ThreadDescriptor`: tid 1, 2, ... in the order the waves
-//!   start, named `SE{se}/CU{cu}/SIMD{simd}/W{wave}#{instance}`).
-//! - Each wave instance is a packet sequence of its own. Its first packet clears the sequence's
-//!   incremental state, sets the defaults (the wave's track, clock 64) and defines clock 64 as an
-//!   incremental clock starting at the wave's begin time, so every event carries only the time
-//!   since the previous event of its wave and neither track nor pid/tid. The sequence of an
-//!   ended wave serves a later one that begins after it (a clock's snapshots must go forward).
+//! - A process track per dispatch and a thread track per wave instance (`ProcessDescriptor`,
+//!   `ThreadDescriptor`), with the pids, tids and names the [`Timeline`](super::Timeline) gives.
+//! - A wave's events form a packet sequence (`trusted_packet_sequence_id`), so that they carry
+//!   neither track nor absolute time: a sequence's first packet clears its incremental state
+//!   (`SEQ_INCREMENTAL_STATE_CLEARED`, `first_packet_on_sequence`) and defines clock 64 as an
+//!   incremental clock (`ClockSnapshot`), so each event carries the time since the sequence's
+//!   previous event; the wave's first event sets the sequence's `TracePacketDefaults` (clock 64,
+//!   the wave's track). A sequence whose wave ended serves a later wave (one that begins at or
+//!   after its clock) with new defaults and its incremental state kept: its interned strings
+//!   serve again and its clock runs on. A wave with no event gets no sequence.
+//! - Every event depends on that state, and says so (`SEQ_NEEDS_INCREMENTAL_STATE`).
 //! - Event names, categories, argument names and source locations are interned per sequence
-//!   (`InternedData`, sent with the first event that uses them).
+//!   (`InternedData`, sent with the first event of the sequence that uses them); event names get
+//!   IDs in the order the file first uses them, so the common ones take one byte.
 //! - Scopes are `TYPE_SLICE_BEGIN`/`TYPE_SLICE_END` events, points `TYPE_INSTANT` with debug
 //!   annotations `id`, `value` (only when it is not `id << 2`), `source_loc` and `payload`.
 //!
-//! Timestamps are ns of the BOOTTIME clock: `cycles / clock_rate_ghz` rounded, or cycles
-//! labelled as ns without a clock rate.
+//! Timestamps are the timeline's ns, on the BOOTTIME clock.
 
 use std::io::{self, Write};
 
 use rustc_hash::FxHashMap;
 
-use super::{category, Encoder, OUT_BLOCK, POINT_CATEGORY};
-use crate::codeobj::MarkerClass;
-use crate::engine::{Marker, Names, ScopeKind, Wave};
+use super::{category, Encoder, Point, Thread, POINT_CATEGORY};
+use crate::engine::{Names, ScopeKind};
 
 /// The protobuf wire format, as far as the trace needs it.
 pub mod wire {
@@ -45,6 +45,21 @@ pub mod wire {
             v >>= 7;
         }
         buf.push(v as u8);
+    }
+
+    /// The varint at `b[*i..]`, with `*i` moved past it.
+    pub fn read_varint(b: &[u8], i: &mut usize) -> u64 {
+        let mut v = 0;
+        let mut shift = 0;
+        loop {
+            let x = b[*i];
+            *i += 1;
+            v |= u64::from(x & 0x7F) << shift;
+            shift += 7;
+            if x < 0x80 {
+                return v;
+            }
+        }
     }
 
     #[inline]
@@ -110,10 +125,10 @@ struct Short<'a> {
 /// fields (ten-byte varints) the packet stays under 128 bytes.
 const SHORT_PAYLOAD: usize = 4;
 
-// The largest such packet: key and length 2, time step 11, sequence 6, track event key and
-// length 2, type 2, name 6, category 2, the `id` and `value` arguments 10 each, `source_loc`
-// 16, the payload's key, length and name 4, and 8 per value.
-const _: () = assert!(71 + 8 * SHORT_PAYLOAD <= SHORT);
+// The largest such packet: key and length 2, time step 11, sequence 6, flags 2, track event key
+// and length 2, type 2, name 6, category 2, the `id` and `value` arguments 10 each,
+// `source_loc` 16, the payload's key, length and name 4, and 8 per value.
+const _: () = assert!(73 + 8 * SHORT_PAYLOAD <= SHORT);
 
 impl Short<'_> {
     #[inline(always)]
@@ -158,13 +173,23 @@ impl Short<'_> {
     }
 }
 
-/// The output: a buffer of fixed length written at a cursor and sent out in blocks of
-/// [`OUT_BLOCK`] bytes; the [`SHORT`] bytes past a block take the event packet written in place.
+/// Raw packets compressed into one `compressed_packets` packet: Perfetto wants each such packet
+/// under 512 KiB.
+const BUNDLE: usize = 256 << 10;
+
+/// The output: a buffer of fixed length written at a cursor; the [`SHORT`] bytes past its
+/// [`BUNDLE`] bytes take the event packet written in place. Each full buffer of packets goes out
+/// deflated as one `TracePacket.compressed_packets` (a `Trace` of those packets, zlib format, as
+/// Perfetto's own service writes with `COMPRESSION_TYPE_DEFLATE`): the packets repeat a handful
+/// of byte patterns, and deflate takes them to less than half.
 struct Out<W> {
     out: W,
     buf: Vec<u8>,
-    /// Bytes written to `buf`, below [`OUT_BLOCK`] between calls.
+    /// Bytes written to `buf`, below [`BUNDLE`] between calls.
     pos: usize,
+    z: flate2::Compress,
+    /// The deflated bundle, then its packet.
+    zbuf: Vec<u8>,
     err: Option<io::Error>,
 }
 
@@ -172,8 +197,10 @@ impl<W: Write> Out<W> {
     fn new(out: W) -> Out<W> {
         Out {
             out,
-            buf: vec![0; OUT_BLOCK + SHORT],
+            buf: vec![0; BUNDLE + SHORT],
             pos: 0,
+            z: flate2::Compress::new(flate2::Compression::fast(), true),
+            zbuf: Vec::new(),
             err: None,
         }
     }
@@ -189,16 +216,17 @@ impl<W: Write> Out<W> {
     #[inline]
     fn advance(&mut self, n: usize) {
         self.pos += n;
-        if self.pos >= OUT_BLOCK {
+        if self.pos >= BUNDLE {
             self.write_out();
         }
     }
 
     /// Appends `b`.
     fn put(&mut self, b: &[u8]) {
-        if self.pos + b.len() >= OUT_BLOCK {
+        if self.pos + b.len() >= BUNDLE {
             self.write_out();
-            if b.len() >= OUT_BLOCK {
+            if b.len() >= BUNDLE {
+                // A packet too large to bundle goes out as it is.
                 self.write(b);
                 return;
             }
@@ -215,11 +243,42 @@ impl<W: Write> Out<W> {
         }
     }
 
+    /// Writes the packets in the buffer out, deflated into one packet.
     fn write_out(&mut self) {
-        if self.err.is_none() {
-            if let Err(e) = self.out.write_all(&self.buf[..self.pos]) {
-                self.err = Some(e);
+        if self.pos == 0 {
+            return;
+        }
+        let raw = &self.buf[..self.pos];
+        self.z.reset();
+        let z = &mut self.zbuf;
+        z.clear();
+        z.reserve(raw.len() / 2 + 64);
+        let done = loop {
+            let read = self.z.total_in() as usize;
+            match self
+                .z
+                .compress_vec(&raw[read..], z, flate2::FlushCompress::Finish)
+            {
+                Ok(flate2::Status::StreamEnd) => break true,
+                Ok(_) => z.reserve(z.capacity().max(4096)),
+                Err(_) => break false,
             }
+        };
+        if done && z.len() + 8 < raw.len() {
+            let mut head = Vec::with_capacity(16);
+            let inner = z.len() + 2 + varint_len(z.len() as u64);
+            wire::key(&mut head, field::TRACE_PACKET, wire::LEN);
+            wire::varint(&mut head, inner as u64);
+            wire::key(&mut head, field::PACKET_COMPRESSED, wire::LEN);
+            wire::varint(&mut head, z.len() as u64);
+            let z = std::mem::take(&mut self.zbuf);
+            self.write(&head);
+            self.write(&z);
+            self.zbuf = z;
+        } else {
+            let raw = std::mem::take(&mut self.buf);
+            self.write(&raw[..self.pos]);
+            self.buf = raw;
         }
         self.pos = 0;
     }
@@ -235,6 +294,11 @@ impl<W: Write> Out<W> {
     }
 }
 
+/// Bytes of `v` as a varint.
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
 /// Field numbers of Perfetto's schema (`protos/perfetto/trace/...`).
 mod field {
     pub const TRACE_PACKET: u32 = 1;
@@ -248,6 +312,7 @@ mod field {
     pub const PACKET_DEFAULTS: u32 = 59;
     pub const PACKET_TRACK_DESCRIPTOR: u32 = 60;
     pub const PACKET_FIRST_ON_SEQUENCE: u32 = 87;
+    pub const PACKET_COMPRESSED: u32 = 50;
 
     pub const DEFAULTS_CLOCK_ID: u32 = 58;
     pub const DEFAULTS_TRACK_EVENT: u32 = 11;
@@ -285,21 +350,21 @@ mod field {
     pub const THREAD_NAME: u32 = 5;
 }
 
-/// `TracePacket.SequenceFlags`: the first packet of each wave's sequence clears its state.
-/// Events do not set `SEQ_NEEDS_INCREMENTAL_STATE` (2 bytes each): that flag only lets a reader
-/// skip packets after a loss, and a file written whole loses none.
+/// `TracePacket.SequenceFlags`: the first packet of a sequence clears its incremental state;
+/// every event needs it (the defaults, interned strings and the sequence's clock).
 const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
+const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
 /// `BuiltinClock.BOOTTIME`, the trace's clock.
 const CLOCK_BOOTTIME: u64 = 6;
-/// The sequence-scoped incremental clock of each wave's sequence.
-const CLOCK_WAVE: u64 = 64;
+/// The sequence-scoped incremental clock of each sequence.
+const CLOCK_SEQ: u64 = 64;
 /// `TrackEvent.Type`.
 const TYPE_SLICE_BEGIN: u64 = 1;
 const TYPE_SLICE_END: u64 = 2;
 const TYPE_INSTANT: u64 = 3;
 
 /// Interned IDs of the fixed strings: categories, then argument names (a bit each in
-/// [`WaveSeq::fixed`]).
+/// [`Seq::fixed`]).
 const FIXED: [&str; 7] = [
     "sqtt.function",
     "sqtt.user",
@@ -309,6 +374,7 @@ const FIXED: [&str; 7] = [
     "source_loc",
     "payload",
 ];
+const IID_POINT: u64 = 3;
 const IID_ID: u64 = 4;
 const IID_VALUE: u64 = 5;
 const IID_SOURCE_LOC: u64 = 6;
@@ -318,38 +384,37 @@ fn category_iid(k: ScopeKind) -> u64 {
     FIXED.iter().position(|c| *c == category(k)).unwrap_or(0) as u64 + 1
 }
 
-/// The packet sequence of the wave in one slot.
+/// A packet sequence: its incremental clock and what has been interned on it.
 #[derive(Default)]
-struct WaveSeq {
-    seq: u32,
-    /// Time (ns) the sequence's clock starts at.
-    first_ns: u64,
-    /// Time (ns) of the previous event: the incremental clock's value.
-    last_ns: u64,
-    /// Frames (event names) interned on this sequence, a bit each.
+struct Seq {
+    /// The incremental clock's value (ns): the time of the sequence's last event.
+    now: u64,
+    /// Event names interned on this sequence, a bit per interned ID.
     names: Vec<u64>,
-    /// Source locations interned on this sequence, a bit each.
+    /// Source locations interned on this sequence, a bit per interned ID.
     locs: Vec<u64>,
     /// Fixed strings interned on this sequence (bit `iid - 1`).
     fixed: u8,
 }
 
-/// What an event needs interned on its sequence: its name, fixed strings (bits) and a source
-/// location (interned ID and text).
-#[derive(Clone, Copy)]
-struct Need<'a> {
-    frame: Option<u32>,
-    fixed: u8,
-    loc: Option<(u64, &'a str)>,
+/// The wave in one slot.
+#[derive(Default, Clone, Copy)]
+struct SlotWave {
+    track: u64,
+    /// Its sequence (0 until its first event).
+    seq: u32,
+    /// Whether its first event (which sets the sequence's defaults to its track) is written.
+    started: bool,
 }
 
-/// The fields of an instant event.
-struct Instant<'a> {
-    need: Need<'a>,
-    frame: u32,
-    id: u32,
-    value: Option<u32>,
-    payload: &'a [u32],
+/// What an event needs on its sequence: the defaults of its wave, its name, fixed strings
+/// (bits) and a source location (interned ID and text).
+#[derive(Clone, Copy)]
+struct Need<'a> {
+    defaults: bool,
+    name: Option<(u64, u32)>,
+    fixed: u8,
+    loc: Option<(u64, &'a str)>,
 }
 
 #[inline]
@@ -372,18 +437,16 @@ pub struct ProtoEncoder<W: Write> {
     w: Out<W>,
     /// Packets that are not event packets in place are put together here.
     scratch: Vec<u8>,
-    clock_ghz: Option<f64>,
-    waves: Vec<WaveSeq>,
-    next_seq: u32,
-    /// Sequences of ended waves, with the time their clock was last set: a sequence is used
-    /// again only for a wave that begins later (Perfetto wants each clock's snapshots in
-    /// increasing time), which keeps sequence IDs short.
-    free_seqs: Vec<(u32, u64)>,
+    waves: Vec<SlotWave>,
+    /// The sequences, by ID - 1.
+    seqs: Vec<Seq>,
+    /// Sequences whose wave ended, by their clock: the earliest serves the next wave that
+    /// begins at or after it (a clock never goes back).
+    free: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u32)>>,
     next_uuid: u64,
-    next_tid: i32,
-    /// The pid of each dispatch's process.
-    pids: FxHashMap<Option<u64>, i32>,
-    next_spare_pid: i32,
+    /// The interned ID of each frame used as an event name (0: none yet), and how many are.
+    name_iids: Vec<u32>,
+    names_used: u32,
     /// Source locations by interned ID (1-based).
     locs: FxHashMap<Box<str>, u64>,
     /// The source location interned last, and its ID (points of one marker follow each other).
@@ -392,18 +455,16 @@ pub struct ProtoEncoder<W: Write> {
 }
 
 impl<W: Write> ProtoEncoder<W> {
-    pub fn new(out: W, clock_ghz: Option<f64>) -> ProtoEncoder<W> {
+    pub fn new(out: W) -> ProtoEncoder<W> {
         ProtoEncoder {
             w: Out::new(out),
             scratch: Vec::new(),
-            clock_ghz,
             waves: Vec::new(),
-            next_seq: 1,
-            free_seqs: Vec::new(),
+            seqs: Vec::new(),
+            free: std::collections::BinaryHeap::new(),
             next_uuid: 1,
-            next_tid: 1,
-            pids: FxHashMap::default(),
-            next_spare_pid: i32::MAX,
+            name_iids: Vec::new(),
+            names_used: 0,
             locs: FxHashMap::default(),
             last_loc: None,
             events: 0,
@@ -415,53 +476,111 @@ impl<W: Write> ProtoEncoder<W> {
         self.w.finish()
     }
 
+    /// The interned ID of event name `frame`.
     #[inline]
-    fn ns(&self, cycles: u64) -> u64 {
-        match self.clock_ghz {
-            None => cycles,
-            Some(g) => (cycles as f64 / g).round() as u64,
+    fn name_iid(&mut self, frame: u32) -> u64 {
+        let f = frame as usize;
+        if let Some(&i) = self.name_iids.get(f).filter(|i| **i != 0) {
+            return u64::from(i);
+        }
+        if self.name_iids.len() <= f {
+            self.name_iids.resize(f + 1, 0);
+        }
+        self.names_used += 1;
+        self.name_iids[f] = self.names_used;
+        u64::from(self.names_used)
+    }
+
+    /// The sequence of `slot`'s wave, given one at its first event (at `ns`).
+    #[inline]
+    fn seq_of(&mut self, slot: usize, ns: u64) -> u32 {
+        match self.waves[slot].seq {
+            0 => self.new_seq(slot, ns),
+            s => s,
         }
     }
 
-    fn uuid(&mut self) -> u64 {
-        let u = self.next_uuid;
-        self.next_uuid += 1;
-        u
+    /// A sequence for `slot`'s wave, whose first event is at `ns`: a free one whose clock is not
+    /// past `ns`, else a new one (its first packet clears its state and sets its clock).
+    #[cold]
+    fn new_seq(&mut self, slot: usize, ns: u64) -> u32 {
+        let seq = match self.free.peek() {
+            Some(&std::cmp::Reverse((now, s))) if now <= ns => {
+                self.free.pop();
+                s
+            }
+            _ => {
+                self.seqs.push(Seq {
+                    now: ns,
+                    ..Seq::default()
+                });
+                let seq = self.seqs.len() as u32;
+                let buf = &mut self.scratch;
+                buf.clear();
+                let pk = open(buf, field::TRACE_PACKET);
+                uint(buf, field::PACKET_SEQUENCE_ID, u64::from(seq));
+                uint(
+                    buf,
+                    field::PACKET_SEQUENCE_FLAGS,
+                    SEQ_INCREMENTAL_STATE_CLEARED,
+                );
+                uint(buf, field::PACKET_FIRST_ON_SEQUENCE, 1);
+                let s = open(buf, field::PACKET_CLOCK_SNAPSHOT);
+                for (id, incremental) in [(CLOCK_BOOTTIME, false), (CLOCK_SEQ, true)] {
+                    let c = open(buf, field::SNAPSHOT_CLOCKS);
+                    uint(buf, field::CLOCK_ID, id);
+                    uint(buf, field::CLOCK_TIMESTAMP, ns);
+                    if incremental {
+                        uint(buf, field::CLOCK_INCREMENTAL, 1);
+                    }
+                    close(buf, c);
+                }
+                close(buf, s);
+                close(buf, pk);
+                self.put_scratch();
+                seq
+            }
+        };
+        self.waves[slot].seq = seq;
+        seq
     }
 
-    /// The time since the previous event of `slot`'s wave (the incremental clock's step to
-    /// `time`) and the wave's sequence.
+    /// The time since the previous event of `slot`'s sequence (the incremental clock's step to
+    /// `ns`) and the sequence.
     #[inline]
-    fn step(&mut self, slot: usize, time: u64) -> (u64, u32) {
-        let ns = self.ns(time);
-        let ws = &mut self.waves[slot];
-        // A wave's times never go back (the engine keeps them in order).
-        let delta = ns.saturating_sub(ws.last_ns);
-        ws.last_ns = ws.last_ns.max(ns);
-        (delta, ws.seq)
+    fn step(&mut self, slot: usize, ns: u64) -> (u64, u32) {
+        let seq = self.seq_of(slot, ns);
+        let sq = &mut self.seqs[seq as usize - 1];
+        // A wave's times never go back (the engine keeps them in order), nor does a sequence
+        // serve a wave that begins before its clock.
+        let delta = ns.saturating_sub(sq.now);
+        sq.now = sq.now.max(ns);
+        (delta, seq)
     }
 
-    /// Writes an event packet of `slot`'s sequence at `time` whose track event `body` writes,
-    /// with the interned data it needs and has not sent there yet.
+    /// Writes an event packet of `slot`'s sequence at `ns` whose track event `body` writes,
+    /// with the defaults and interned data it needs and has not sent there yet.
     #[inline]
     fn event(
         &mut self,
         names: &Names,
         slot: usize,
-        time: u64,
+        ns: u64,
         need: Need,
         body: impl Fn(&mut Short),
     ) {
-        let (delta, seq) = self.step(slot, time);
-        let ws = &self.waves[slot];
-        let known = need.fixed & !ws.fixed == 0
-            && need.frame.is_none_or(|f| test(&ws.names, f as usize))
-            && need.loc.is_none_or(|(i, _)| test(&ws.locs, i as usize));
+        let (delta, seq) = self.step(slot, ns);
+        let sq = &self.seqs[seq as usize - 1];
+        let known = !need.defaults
+            && need.fixed & !sq.fixed == 0
+            && need.name.is_none_or(|(i, _)| test(&sq.names, i as usize))
+            && need.loc.is_none_or(|(i, _)| test(&sq.locs, i as usize));
         if known {
             let mut s = Short::at(self.w.window());
             let p = s.open(field::TRACE_PACKET);
             s.uint(field::PACKET_TIMESTAMP, delta);
             s.uint(field::PACKET_SEQUENCE_ID, u64::from(seq));
+            s.uint(field::PACKET_SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
             body(&mut s);
             s.close(p);
             let n = s.n;
@@ -473,16 +592,50 @@ impl<W: Write> ProtoEncoder<W> {
             let n = s.n;
             let mut buf = std::mem::take(&mut self.scratch);
             buf.clear();
-            let p = open(&mut buf, field::TRACE_PACKET);
-            uint(&mut buf, field::PACKET_TIMESTAMP, delta);
-            uint(&mut buf, field::PACKET_SEQUENCE_ID, u64::from(seq));
-            self.intern(&mut buf, names, slot, need);
+            let p = self.packet_head(&mut buf, names, slot, delta, seq, need);
             buf.extend_from_slice(&te[..n]);
             close(&mut buf, p);
             self.w.put(&buf);
             self.scratch = buf;
         }
         self.events += 1;
+    }
+
+    /// Opens an event packet in `buf` (closed by the caller with the returned position): time
+    /// step, sequence, flags, and what it needs sent first on its sequence.
+    fn packet_head(
+        &mut self,
+        buf: &mut Vec<u8>,
+        names: &Names,
+        slot: usize,
+        delta: u64,
+        seq: u32,
+        need: Need,
+    ) -> usize {
+        let p = open(buf, field::TRACE_PACKET);
+        uint(buf, field::PACKET_TIMESTAMP, delta);
+        uint(buf, field::PACKET_SEQUENCE_ID, u64::from(seq));
+        uint(
+            buf,
+            field::PACKET_SEQUENCE_FLAGS,
+            SEQ_NEEDS_INCREMENTAL_STATE,
+        );
+        if need.defaults {
+            // Read before the packet's own timestamp and track.
+            let d = open(buf, field::PACKET_DEFAULTS);
+            uint(buf, field::DEFAULTS_CLOCK_ID, CLOCK_SEQ);
+            let e = open(buf, field::DEFAULTS_TRACK_EVENT);
+            uint(
+                buf,
+                field::TRACK_EVENT_DEFAULTS_TRACK_UUID,
+                self.waves[slot].track,
+            );
+            close(buf, e);
+            close(buf, d);
+            self.waves[slot].started = true;
+        }
+        self.intern(buf, names, seq, need);
+        p
     }
 
     /// The interned ID of the source location `loc`.
@@ -505,18 +658,18 @@ impl<W: Write> ProtoEncoder<W> {
         i
     }
 
-    /// Interns on `slot`'s sequence what the event needs and has not been sent there yet: the
-    /// name of `frame`, the fixed strings of `fixed` (bits) and the source location `loc`.
-    fn intern(&mut self, buf: &mut Vec<u8>, names: &Names, slot: usize, need: Need) {
-        let ws = &mut self.waves[slot];
+    /// Interns on sequence `seq` what the event needs and has not been sent there yet: its
+    /// name, the fixed strings of `fixed` (bits) and its source location.
+    fn intern(&mut self, buf: &mut Vec<u8>, names: &Names, seq: u32, need: Need) {
+        let sq = &mut self.seqs[seq as usize - 1];
         let new_name = need
-            .frame
-            .filter(|&f| !test_and_set(&mut ws.names, f as usize));
-        let new_fixed = need.fixed & !ws.fixed;
-        ws.fixed |= need.fixed;
+            .name
+            .filter(|&(i, _)| !test_and_set(&mut sq.names, i as usize));
+        let new_fixed = need.fixed & !sq.fixed;
+        sq.fixed |= need.fixed;
         let new_loc = need
             .loc
-            .filter(|&(i, _)| !test_and_set(&mut ws.locs, i as usize));
+            .filter(|&(i, _)| !test_and_set(&mut sq.locs, i as usize));
         if new_name.is_none() && new_fixed == 0 && new_loc.is_none() {
             return;
         }
@@ -537,13 +690,8 @@ impl<W: Write> ProtoEncoder<W> {
                 entry(buf, table, i as u64 + 1, s);
             }
         }
-        if let Some(f) = new_name {
-            entry(
-                buf,
-                field::INTERNED_EVENT_NAMES,
-                u64::from(f) + 1,
-                names.get(f),
-            );
+        if let Some((iid, f)) = new_name {
+            entry(buf, field::INTERNED_EVENT_NAMES, iid, names.get(f));
         }
         if let Some((i, l)) = new_loc {
             entry(buf, field::INTERNED_ANNOTATION_STRINGS, i, l);
@@ -551,43 +699,65 @@ impl<W: Write> ProtoEncoder<W> {
         close(buf, d);
     }
 
+    /// The needs of an event of `slot`'s wave.
+    #[inline]
+    fn need<'a>(
+        &self,
+        slot: usize,
+        name: Option<(u64, u32)>,
+        fixed: u8,
+        loc: Option<(u64, &'a str)>,
+    ) -> Need<'a> {
+        Need {
+            defaults: !self.waves[slot].started,
+            name,
+            fixed,
+            loc,
+        }
+    }
+
     /// An instant with more payload values than a [`Short`] holds.
-    fn long_instant(&mut self, names: &Names, slot: usize, t: u64, ev: Instant<'_>) {
-        let (delta, seq) = self.step(slot, t);
+    fn long_instant(
+        &mut self,
+        names: &Names,
+        slot: usize,
+        ns: u64,
+        p: &Point,
+        iid: u64,
+        need: Need,
+    ) {
+        let (delta, seq) = self.step(slot, ns);
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
-        let p = open(&mut buf, field::TRACE_PACKET);
-        uint(&mut buf, field::PACKET_TIMESTAMP, delta);
-        uint(&mut buf, field::PACKET_SEQUENCE_ID, u64::from(seq));
-        self.intern(&mut buf, names, slot, ev.need);
+        let pk = self.packet_head(&mut buf, names, slot, delta, seq, need);
         let buf = &mut buf;
         let e = open(buf, field::PACKET_TRACK_EVENT);
         uint(buf, field::EVENT_TYPE, TYPE_INSTANT);
-        uint(buf, field::EVENT_NAME_IID, u64::from(ev.frame) + 1);
-        uint(buf, field::EVENT_CATEGORY_IIDS, 3);
+        uint(buf, field::EVENT_NAME_IID, iid);
+        uint(buf, field::EVENT_CATEGORY_IIDS, IID_POINT);
         let arg = |buf: &mut Vec<u8>, name: u64, v: u64, f: u32| {
             let a = open(buf, field::EVENT_ANNOTATIONS);
             uint(buf, field::ANNOTATION_NAME_IID, name);
             uint(buf, f, v);
             close(buf, a);
         };
-        arg(buf, IID_ID, u64::from(ev.id), field::ANNOTATION_UINT);
-        if let Some(v) = ev.value {
+        arg(buf, IID_ID, u64::from(p.id), field::ANNOTATION_UINT);
+        if let Some(v) = p.value {
             arg(buf, IID_VALUE, u64::from(v), field::ANNOTATION_UINT);
         }
-        if let Some((i, _)) = ev.need.loc {
+        if let Some((i, _)) = need.loc {
             arg(buf, IID_SOURCE_LOC, i, field::ANNOTATION_STRING_IID);
         }
         let a = open(buf, field::EVENT_ANNOTATIONS);
         uint(buf, field::ANNOTATION_NAME_IID, IID_PAYLOAD);
-        for v in ev.payload {
+        for v in p.payload {
             let x = open(buf, field::ANNOTATION_ARRAY);
             uint(buf, field::ANNOTATION_UINT, u64::from(*v));
             close(buf, x);
         }
         close(buf, a);
         close(buf, e);
-        close(buf, p);
+        close(buf, pk);
         self.w.put(buf);
         self.scratch = std::mem::take(buf);
         self.events += 1;
@@ -602,25 +772,16 @@ impl<W: Write> ProtoEncoder<W> {
 }
 
 impl<W: Write> Encoder for ProtoEncoder<W> {
-    fn process(&mut self, pid: Option<u64>, name: &str) {
-        let p = match pid.and_then(|d| i32::try_from(d).ok()).filter(|&d| d > 0) {
-            Some(d) => d,
-            None => {
-                while self.pids.values().any(|&v| v == self.next_spare_pid) {
-                    self.next_spare_pid -= 1;
-                }
-                self.next_spare_pid
-            }
-        };
-        self.pids.insert(pid, p);
-        let uuid = self.uuid();
+    fn process(&mut self, pid: u32, _first_tid: u32, name: &str) {
+        let uuid = self.next_uuid;
+        self.next_uuid += 1;
         let buf = &mut self.scratch;
         buf.clear();
         let pk = open(buf, field::TRACE_PACKET);
         let t = open(buf, field::PACKET_TRACK_DESCRIPTOR);
         uint(buf, field::TRACK_UUID, uuid);
         let d = open(buf, field::TRACK_PROCESS);
-        wire::int32(buf, field::PROCESS_PID, p);
+        uint(buf, field::PROCESS_PID, u64::from(pid));
         wire::bytes(buf, field::PROCESS_NAME, name.as_bytes());
         close(buf, d);
         close(buf, t);
@@ -628,102 +789,53 @@ impl<W: Write> Encoder for ProtoEncoder<W> {
         self.put_scratch();
     }
 
-    fn thread(&mut self, slot: usize, w: &Wave) {
-        let pid = self.pids.get(&w.dispatch).copied().unwrap_or(0);
-        let tid = self.next_tid;
-        self.next_tid = self.next_tid.wrapping_add(1).max(1);
-        let uuid = self.uuid();
-        let t0 = self.ns(w.begin);
-        let seq = match self.free_seqs.last() {
-            Some(&(s, last)) if last < t0 => {
-                self.free_seqs.pop();
-                s
-            }
-            _ => {
-                let s = self.next_seq;
-                self.next_seq = self.next_seq.wrapping_add(1).max(1);
-                s
-            }
-        };
+    fn thread(&mut self, slot: usize, t: &Thread) {
+        let uuid = self.next_uuid;
+        self.next_uuid += 1;
         if self.waves.len() <= slot {
-            self.waves.resize_with(slot + 1, WaveSeq::default);
+            self.waves.resize(slot + 1, SlotWave::default());
         }
-        let ws = &mut self.waves[slot];
-        ws.seq = seq;
-        ws.first_ns = t0;
-        ws.last_ns = t0;
-        ws.names.fill(0);
-        ws.locs.fill(0);
-        ws.fixed = 0;
-        let name = format!(
-            "SE{}/CU{}/SIMD{}/W{}#{}",
-            w.se, w.cu, w.simd, w.wave_id, w.instance
-        );
+        self.waves[slot] = SlotWave {
+            track: uuid,
+            seq: 0,
+            started: false,
+        };
         let buf = &mut self.scratch;
         buf.clear();
-        // The thread track.
         let pk = open(buf, field::TRACE_PACKET);
-        let t = open(buf, field::PACKET_TRACK_DESCRIPTOR);
+        let d = open(buf, field::PACKET_TRACK_DESCRIPTOR);
         uint(buf, field::TRACK_UUID, uuid);
-        let d = open(buf, field::TRACK_THREAD);
-        wire::int32(buf, field::THREAD_PID, pid);
-        wire::int32(buf, field::THREAD_TID, tid);
-        wire::bytes(buf, field::THREAD_NAME, name.as_bytes());
+        let th = open(buf, field::TRACK_THREAD);
+        uint(buf, field::THREAD_PID, u64::from(t.pid));
+        uint(buf, field::THREAD_TID, u64::from(t.tid));
+        wire::bytes(buf, field::THREAD_NAME, t.name.as_bytes());
+        close(buf, th);
         close(buf, d);
-        close(buf, t);
-        close(buf, pk);
-        // The wave's sequence: cleared state, its defaults and its incremental clock.
-        let pk = open(buf, field::TRACE_PACKET);
-        uint(buf, field::PACKET_SEQUENCE_ID, u64::from(seq));
-        uint(
-            buf,
-            field::PACKET_SEQUENCE_FLAGS,
-            SEQ_INCREMENTAL_STATE_CLEARED,
-        );
-        uint(buf, field::PACKET_FIRST_ON_SEQUENCE, 1);
-        let d = open(buf, field::PACKET_DEFAULTS);
-        uint(buf, field::DEFAULTS_CLOCK_ID, CLOCK_WAVE);
-        let e = open(buf, field::DEFAULTS_TRACK_EVENT);
-        uint(buf, field::TRACK_EVENT_DEFAULTS_TRACK_UUID, uuid);
-        close(buf, e);
-        close(buf, d);
-        let s = open(buf, field::PACKET_CLOCK_SNAPSHOT);
-        for (id, incremental) in [(CLOCK_BOOTTIME, false), (CLOCK_WAVE, true)] {
-            let c = open(buf, field::SNAPSHOT_CLOCKS);
-            uint(buf, field::CLOCK_ID, id);
-            uint(buf, field::CLOCK_TIMESTAMP, t0);
-            if incremental {
-                uint(buf, field::CLOCK_INCREMENTAL, 1);
-            }
-            close(buf, c);
-        }
-        close(buf, s);
         close(buf, pk);
         self.put_scratch();
     }
 
-    fn begin(&mut self, names: &Names, slot: usize, t: u64, frame: u32, kind: ScopeKind) {
+    fn begin(&mut self, names: &Names, slot: usize, ns: u64, frame: u32, kind: ScopeKind) {
         let cat = category_iid(kind);
-        let need = Need {
-            frame: Some(frame),
-            fixed: 1 << (cat - 1),
-            loc: None,
-        };
-        self.event(names, slot, t, need, |s| {
+        let iid = self.name_iid(frame);
+        let need = self.need(slot, Some((iid, frame)), 1 << (cat - 1), None);
+        self.event(names, slot, ns, need, |s| {
             let e = s.open(field::PACKET_TRACK_EVENT);
             s.uint(field::EVENT_TYPE, TYPE_SLICE_BEGIN);
-            s.uint(field::EVENT_NAME_IID, u64::from(frame) + 1);
+            s.uint(field::EVENT_NAME_IID, iid);
             s.uint(field::EVENT_CATEGORY_IIDS, cat);
             s.close(e);
         });
     }
 
-    fn end(&mut self, slot: usize, t: u64) {
-        let (delta, seq) = self.step(slot, t);
+    fn end(&mut self, slot: usize, ns: u64) {
+        // A wave's first event is never an end (a slice ends only after it began).
+        let (delta, seq) = self.step(slot, ns);
         let mut s = Short::at(self.w.window());
         let p = s.open(field::TRACE_PACKET);
         s.uint(field::PACKET_TIMESTAMP, delta);
         s.uint(field::PACKET_SEQUENCE_ID, u64::from(seq));
+        s.uint(field::PACKET_SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
         let e = s.open(field::PACKET_TRACK_EVENT);
         s.uint(field::EVENT_TYPE, TYPE_SLICE_END);
         s.close(e);
@@ -733,64 +845,45 @@ impl<W: Write> Encoder for ProtoEncoder<W> {
         self.events += 1;
     }
 
-    fn instant(&mut self, names: &Names, slot: usize, t: u64, m: &Marker, payload: &[u32]) {
-        let loc = m.entry.and_then(|e| e.source_loc.as_deref());
-        let payload = if matches!(m.class, MarkerClass::Address(_)) {
-            &[][..]
-        } else {
-            payload
-        };
-        // The value is left out when it is the legacy form of the ID (`id << 2`, no flags), as
-        // every decoded point's is.
-        let value = (m.value != m.id << 2).then_some(m.value);
-        let mut fixed = 1 << 2 | 1 << (IID_ID - 1);
-        if value.is_some() {
+    fn instant(&mut self, names: &Names, slot: usize, ns: u64, p: &Point) {
+        let mut fixed = 1 << (IID_POINT - 1) | 1 << (IID_ID - 1);
+        if p.value.is_some() {
             fixed |= 1 << (IID_VALUE - 1);
         }
-        if loc.is_some() {
+        if p.source_loc.is_some() {
             fixed |= 1 << (IID_SOURCE_LOC - 1);
         }
-        if !payload.is_empty() {
+        if !p.payload.is_empty() {
             fixed |= 1 << (IID_PAYLOAD - 1);
         }
-        let loc = loc.map(|l| (self.loc_iid(l), l));
-        let need = Need {
-            frame: Some(m.frame),
-            fixed,
-            loc,
-        };
-        if payload.len() > SHORT_PAYLOAD {
-            let ev = Instant {
-                need,
-                frame: m.frame,
-                id: m.id,
-                value,
-                payload,
-            };
-            return self.long_instant(names, slot, t, ev);
+        let loc = p.source_loc.map(|l| (self.loc_iid(l), l));
+        let iid = self.name_iid(p.frame);
+        let need = self.need(slot, Some((iid, p.frame)), fixed, loc);
+        if p.payload.len() > SHORT_PAYLOAD {
+            return self.long_instant(names, slot, ns, p, iid, need);
         }
-        self.event(names, slot, t, need, |s| {
+        self.event(names, slot, ns, need, |s| {
             let e = s.open(field::PACKET_TRACK_EVENT);
             s.uint(field::EVENT_TYPE, TYPE_INSTANT);
-            s.uint(field::EVENT_NAME_IID, u64::from(m.frame) + 1);
-            s.uint(field::EVENT_CATEGORY_IIDS, 3);
+            s.uint(field::EVENT_NAME_IID, iid);
+            s.uint(field::EVENT_CATEGORY_IIDS, IID_POINT);
             let arg = |s: &mut Short, name: u64, v: u64, f: u32| {
                 let a = s.open(field::EVENT_ANNOTATIONS);
                 s.uint(field::ANNOTATION_NAME_IID, name);
                 s.uint(f, v);
                 s.close(a);
             };
-            arg(s, IID_ID, u64::from(m.id), field::ANNOTATION_UINT);
-            if let Some(v) = value {
+            arg(s, IID_ID, u64::from(p.id), field::ANNOTATION_UINT);
+            if let Some(v) = p.value {
                 arg(s, IID_VALUE, u64::from(v), field::ANNOTATION_UINT);
             }
             if let Some((i, _)) = loc {
                 arg(s, IID_SOURCE_LOC, i, field::ANNOTATION_STRING_IID);
             }
-            if !payload.is_empty() {
+            if !p.payload.is_empty() {
                 let a = s.open(field::EVENT_ANNOTATIONS);
                 s.uint(field::ANNOTATION_NAME_IID, IID_PAYLOAD);
-                for v in payload {
+                for v in p.payload {
                     let x = s.open(field::ANNOTATION_ARRAY);
                     s.uint(field::ANNOTATION_UINT, u64::from(*v));
                     s.close(x);
@@ -802,8 +895,12 @@ impl<W: Write> Encoder for ProtoEncoder<W> {
     }
 
     fn wave_end(&mut self, slot: usize) {
-        let ws = &self.waves[slot];
-        self.free_seqs.push((ws.seq, ws.first_ns));
+        let w = &mut self.waves[slot];
+        if w.seq != 0 {
+            let now = self.seqs[w.seq as usize - 1].now;
+            self.free.push(std::cmp::Reverse((now, w.seq)));
+            w.seq = 0;
+        }
     }
 
     fn events(&self) -> u64 {
@@ -814,24 +911,10 @@ impl<W: Write> Encoder for ProtoEncoder<W> {
 #[cfg(test)]
 mod tests {
     use super::{wire, ProtoEncoder, SHORT_PAYLOAD};
-    use crate::codeobj::MarkerClass;
-    use crate::engine::{Marker, Names, Wave};
-    use crate::perfetto::Encoder;
-    use sqtt_markers::{Entry, EntryKind};
+    use crate::engine::Names;
+    use crate::perfetto::{Encoder, Point, Thread};
 
-    fn varint(b: &[u8], i: &mut usize) -> u64 {
-        let mut v = 0;
-        let mut shift = 0;
-        loop {
-            let x = b[*i];
-            *i += 1;
-            v |= u64::from(x & 0x7F) << shift;
-            shift += 7;
-            if x < 0x80 {
-                return v;
-            }
-        }
-    }
+    use super::wire::read_varint as varint;
 
     /// The fields of a message: (field number, value or content).
     fn fields(b: &[u8]) -> Vec<(u64, Result<u64, &[u8]>)> {
@@ -853,6 +936,21 @@ mod tests {
         out
     }
 
+    /// The packets of a trace whose packets went out in one `compressed_packets` bundle.
+    fn inflated(trace: &[u8]) -> Vec<u8> {
+        use std::io::Read;
+        let outer = fields(trace);
+        assert_eq!(outer.len(), 1);
+        let bundle = fields(outer[0].1.unwrap_err());
+        assert_eq!(bundle.len(), 1);
+        assert_eq!(bundle[0].0, 50);
+        let mut out = Vec::new();
+        flate2::read::ZlibDecoder::new(bundle[0].1.unwrap_err())
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    }
+
     /// The largest event packets written in place (ten-byte time step, all arguments, the most
     /// payload values) keep their one-byte lengths right, once with the interned data and once
     /// without.
@@ -860,26 +958,23 @@ mod tests {
     fn largest_short_instant_decodes() {
         let mut names = Names::default();
         let frame = names.intern("point");
-        let entry = Entry {
-            kind: EntryKind::Point,
-            id: Some(u32::MAX >> 2),
-            name: "point".into(),
-            source_loc: Some("a.hip:1".into()),
-        };
-        let m = Marker {
-            id: u32::MAX >> 2,
-            class: MarkerClass::Point,
+        let point = Point {
             frame,
-            value: u32::MAX,
-            entry: Some(&entry),
-            arrival: 0,
+            id: u32::MAX >> 2,
+            value: Some(u32::MAX),
+            source_loc: Some("a.hip:1"),
+            payload: &[u32::MAX; SHORT_PAYLOAD],
         };
-        let payload = [u32::MAX; SHORT_PAYLOAD];
-        let mut enc = ProtoEncoder::new(Vec::new(), None);
-        enc.thread(0, &Wave::default());
-        enc.instant(&names, 0, 0, &m, &payload);
-        enc.instant(&names, 0, u64::MAX, &m, &payload);
-        let out = enc.finish().unwrap();
+        let mut enc = ProtoEncoder::new(Vec::new());
+        let thread = Thread {
+            pid: 1,
+            tid: 1,
+            name: "w",
+        };
+        enc.thread(0, &thread);
+        enc.instant(&names, 0, 0, &point);
+        enc.instant(&names, 0, u64::MAX, &point);
+        let out = inflated(&enc.finish().unwrap());
         let packets = fields(&out);
         assert_eq!(packets.len(), 4);
         for (n, (f, p)) in packets.iter().enumerate().skip(2) {

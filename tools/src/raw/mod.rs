@@ -67,8 +67,8 @@ pub struct RawDomain {
     pub agent: String,
     /// What the kernel trace says of the dispatch.
     pub kernel: Option<DispatchKernel>,
-    /// Whether the process has a kernel trace at all.
-    pub kernel_trace: bool,
+    /// The process's kernel trace, when it has one.
+    pub kernel_trace: Option<PathBuf>,
     /// The dispatch's kernel ID in occupancy, numbered as AMD's decoder's tool numbers them:
     /// each kernel entry point from 1, in the order the dispatches (in ascending order) first
     /// run it.
@@ -268,7 +268,7 @@ pub fn open(dir: &Path, route: Route) -> Result<TraceDir, Error> {
             prefix: prefix.clone(),
             agent: agent.clone(),
             kernel,
-            kernel_trace: trace.is_some(),
+            kernel_trace: trace.map(|k| k.path.clone()),
             occupancy_id,
         };
         let name = format!("ui_output_agent_{agent}_dispatch_{dispatch}");
@@ -284,6 +284,7 @@ pub fn open(dir: &Path, route: Route) -> Result<TraceDir, Error> {
             shaderdata: se_files.clone(),
             code_object_files: code_objects_of(&files.code_objects, pid.as_deref()),
             raw: Some(Arc::new(domain)),
+            repeated_listings: Default::default(),
         });
     }
     // One domain name per dispatch and agent; several processes in one directory are told
@@ -342,7 +343,7 @@ pub const MAX_TRACE_BYTES: u64 = 16 << 30;
 /// when opened, at most [`MAX_TRACE_BYTES`]; a file that shrinks while read is an error.
 pub fn read_into(path: &Path, buf: &mut Vec<u8>) -> Result<(), Error> {
     use std::io::Read;
-    let (f, len) = sqtt_config::file::open_regular(path).map_err(|e| Error::io(path, e))?;
+    let (f, len) = sqtt_files::input::open_regular(path).map_err(|e| Error::io(path, e))?;
     if len > MAX_TRACE_BYTES {
         return Err(Error::Malformed {
             path: path.to_path_buf(),
@@ -354,7 +355,9 @@ pub fn read_into(path: &Path, buf: &mut Vec<u8>) -> Result<(), Error> {
     buf.clear();
     let want = len as usize;
     if buf.capacity() < want {
-        buf.reserve_exact(want);
+        // Out of memory (or above `ulimit -v`) is this file's error, not an abort.
+        buf.try_reserve_exact(want)
+            .map_err(|_| Error::io(path, sqtt_files::input::out_of_memory(len)))?;
         advise_huge_pages(buf);
     }
     (&f).take(len)
@@ -461,11 +464,17 @@ pub fn record(r: &decode::ShaderData) -> Record {
     }
 }
 
-/// Adds one engine's waves, all of dispatch `kernel_id`, to `occ` as `Occupancy::read` makes
-/// them of `occupancy.json`'s rows.
-pub fn add_waves(occ: &mut Occupancy, waves: BTreeMap<u64, Vec<(u64, bool)>>, kernel_id: u64) {
+/// Adds one engine's waves (decoded from `path`), all of dispatch `kernel_id`, to `occ` as
+/// `Occupancy::read` makes them of `occupancy.json`'s rows.
+pub fn add_waves(
+    occ: &mut Occupancy,
+    waves: BTreeMap<u64, Vec<(u64, bool)>>,
+    kernel_id: u64,
+    path: &Path,
+) -> Result<(), Error> {
     for (key, rows) in waves {
         let rows = rows.into_iter().map(|(t, s)| (t, s, kernel_id)).collect();
-        occ.slots.insert(key, wave_spans(rows));
+        occ.slots.insert(key, wave_spans(rows, path)?);
     }
+    Ok(())
 }

@@ -16,6 +16,10 @@ use sqtt_markers::{Funcmap, MarkerEncoding};
 mod elf;
 use elf::elf_with_funcmap;
 
+#[path = "../support/rng.rs"]
+mod rng;
+pub use rng::Rng;
+
 /// Where a code object's funcmap is stored.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Store {
@@ -122,6 +126,28 @@ pub struct Sim {
 /// An expected Perfetto event: (ph, name, cat, ts in cycles).
 pub type PEvent = (String, String, String, u64);
 
+/// The expected events as a Perfetto file gives them: E events carry no name or category (they
+/// close the innermost B).
+pub fn without_end_names(
+    m: &BTreeMap<(u64, u64), Vec<PEvent>>,
+) -> BTreeMap<(u64, u64), Vec<PEvent>> {
+    m.iter()
+        .map(|(k, v)| {
+            let v = v
+                .iter()
+                .map(|e| {
+                    if e.0 == "E" {
+                        ("E".to_string(), String::new(), String::new(), e.3)
+                    } else {
+                        e.clone()
+                    }
+                })
+                .collect();
+            (*k, v)
+        })
+        .collect()
+}
+
 /// Expected address block.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ExpBlock {
@@ -159,20 +185,6 @@ pub struct Truth {
 pub fn tid(se: u32, cu: u32, simd: u32, wave: u32, inst: u32) -> u64 {
     u64::from((1 << 31) | (se << 26) | (cu << 20) | (simd << 16) | (wave << 8) | (inst & 0xFF))
         | (u64::from(inst >> 8) << 40)
-}
-
-/// A small deterministic PRNG.
-pub struct Rng(pub u64);
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 fn garbage(rng: &mut Rng) -> u32 {

@@ -1,7 +1,8 @@
-//! Reads a `.pftrace` back for the tests: decoded by `protoc --decode` against
+//! Reads a `.pftrace` back for the tests: its `compressed_packets` inflated in their place (as
+//! Perfetto's trace processor reads them), decoded by `protoc --decode` against
 //! tools/proto/perfetto_trace.proto (so the file must be a valid `perfetto.protos.Trace`), then
-//! replayed as Perfetto's trace processor reads it: sequences with their incremental state
-//! (interned strings, defaults, the incremental clock), track descriptors and events.
+//! replayed as the trace processor reads it: sequences with their incremental state (interned
+//! strings, defaults, the incremental clock), track descriptors and events.
 
 #![allow(dead_code)]
 
@@ -53,18 +54,57 @@ fn proto_file() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("proto/perfetto_trace.proto")
 }
 
-/// `protoc --decode=perfetto.protos.Trace` of `file`, parsed.
+use sqtt_tools::perfetto::proto::wire::read_varint as varint;
+
+/// The packets of a trace with every packet that is only `compressed_packets` (field 50)
+/// replaced by the packets it inflates to, and how many there were.
+pub fn inflate(trace: &[u8]) -> (Vec<u8>, usize) {
+    use std::io::Read;
+    let (mut out, mut bundles, mut i) = (Vec::new(), 0, 0);
+    while i < trace.len() {
+        let start = i;
+        assert_eq!(
+            varint(trace, &mut i),
+            1 << 3 | 2,
+            "a Trace holds only packets"
+        );
+        let n = varint(trace, &mut i) as usize;
+        let packet = &trace[i..i + n];
+        i += n;
+        let mut j = 0;
+        if varint(packet, &mut j) == 50 << 3 | 2 {
+            let m = varint(packet, &mut j) as usize;
+            if j + m == packet.len() {
+                bundles += 1;
+                flate2::read::ZlibDecoder::new(&packet[j..])
+                    .read_to_end(&mut out)
+                    .expect("compressed_packets inflate");
+                continue;
+            }
+        }
+        out.extend_from_slice(&trace[start..i]);
+    }
+    (out, bundles)
+}
+
+/// `protoc --decode=perfetto.protos.Trace` of `file`, its compressed packets inflated, parsed.
 pub fn decode(file: &Path) -> Msg {
+    use std::io::Write;
     let proto = proto_file();
-    let out = Command::new("protoc")
+    let (packets, _) = inflate(&std::fs::read(file).unwrap());
+    let mut child = Command::new("protoc")
         .arg("--decode=perfetto.protos.Trace")
         .arg(format!("-I{}", proto.parent().unwrap().display()))
         .arg(&proto)
-        .stdin(std::fs::File::open(file).unwrap())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .output()
+        .spawn()
         .expect("protoc not found: install Debian's protobuf-compiler (ci/setup.sh does)");
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(&packets));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
     assert!(
         out.status.success(),
         "protoc --decode failed on {}: {}",
@@ -164,17 +204,20 @@ struct SeqState {
     strings: BTreeMap<u64, String>,
     track: Option<u64>,
     clock: Option<u64>,
-    /// The incremental clock's value.
-    now: u64,
+    /// The sequence's incremental clocks' values.
+    clocks: BTreeMap<u64, u64>,
 }
 
 /// Replays a decoded trace; panics on anything the trace processor would reject or misread
 /// (an interned ID used before it was sent on its sequence, an event without a track, a
-/// timestamp in a clock never defined).
+/// timestamp in a clock never defined), and on flags that say what is not so (an event that
+/// uses the sequence's state without `SEQ_NEEDS_INCREMENTAL_STATE`, a repeated
+/// `first_packet_on_sequence`).
 pub fn replay(t: &Msg) -> Replay {
     let mut r = Replay::default();
     let mut seqs: BTreeMap<u64, SeqState> = BTreeMap::new();
     let mut clock_starts: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut seen: std::collections::BTreeSet<u64> = Default::default();
     for p in t.msgs("packet") {
         r.packets += 1;
         if let Some(td) = p.msg("track_descriptor") {
@@ -204,6 +247,13 @@ pub fn replay(t: &Msg) -> Replay {
         }
         let seq = p.u64("trusted_packet_sequence_id").expect("sequence id");
         let flags = p.u64("sequence_flags").unwrap_or(0);
+        // The flag says the packet is the sequence's first: only that one may carry it.
+        let first = seen.insert(seq);
+        assert_eq!(
+            p.str("first_packet_on_sequence") == Some("true"),
+            first,
+            "sequence {seq}: first_packet_on_sequence"
+        );
         if flags & 1 == 1 {
             seqs.insert(seq, SeqState::default());
         }
@@ -232,15 +282,19 @@ pub fn replay(t: &Msg) -> Replay {
             }
         }
         if let Some(cs) = p.msg("clock_snapshot") {
+            // The trace processor reads nothing else of a clock snapshot's packet.
+            assert!(p.msg("track_event").is_none() && p.msg("interned_data").is_none());
             let clocks: Vec<&Msg> = cs.msgs("clocks").collect();
             let boot = clocks
                 .iter()
                 .find(|c| c.u64("clock_id") == Some(6))
                 .unwrap();
-            let inc = clocks
+            let inc: Vec<&&Msg> = clocks
                 .iter()
-                .find(|c| c.u64("clock_id") == st.clock)
-                .expect("the sequence's clock in its snapshot");
+                .filter(|c| c.u64("clock_id").is_some_and(|id| (64..128).contains(&id)))
+                .collect();
+            assert_eq!(inc.len(), 1, "one sequence clock per snapshot");
+            let inc = inc[0];
             assert_eq!(inc.str("is_incremental"), Some("true"));
             let t = inc.u64("timestamp").unwrap();
             assert_eq!(Some(t), boot.u64("timestamp"));
@@ -249,14 +303,20 @@ pub fn replay(t: &Msg) -> Replay {
                 assert!(t > last, "sequence {seq}: clock set to {t} after {last}");
             }
             clock_starts.insert(seq, t);
-            st.now = t;
+            st.clocks.insert(inc.u64("clock_id").unwrap(), t);
             continue;
         }
         let Some(te) = p.msg("track_event") else {
             continue;
         };
-        assert_eq!(st.clock, Some(64));
-        st.now += p.u64("timestamp").expect("timestamp");
+        assert_eq!(flags & 2, 2, "an event without SEQ_NEEDS_INCREMENTAL_STATE");
+        let clock = st.clock.expect("a clock in the sequence's defaults");
+        let now = st
+            .clocks
+            .get_mut(&clock)
+            .unwrap_or_else(|| panic!("sequence {seq}: clock {clock} never defined"));
+        *now += p.u64("timestamp").expect("timestamp");
+        let now = *now;
         let track = te.u64("track_uuid").or(st.track).expect("a track");
         assert!(r.threads.contains_key(&track), "event on undescribed track");
         let name = |iid: Option<u64>| {
@@ -282,7 +342,7 @@ pub fn replay(t: &Msg) -> Replay {
             ph.to_string(),
             name(te.u64("name_iid")),
             cat,
-            st.now,
+            now,
         ));
         if ph == "i" {
             let mut args = BTreeMap::new();

@@ -1,8 +1,10 @@
-//! xorshift64: deterministic generated traces for the benchmarks.
-#![allow(dead_code)]
+//! The one random-number generator of the tools' tests and benchmarks: the unit tests reach it as
+//! `crate::test_rng`, the integration tests (through `sim`) and the benchmarks by path.
 
+/// xorshift64 (shifts 13, 7, 17) from a fixed, non-zero seed: a failing case repeats.
 pub struct Rng(pub u64);
 
+#[allow(dead_code)]
 impl Rng {
     pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
@@ -11,8 +13,13 @@ impl Rng {
         self.0
     }
 
-    /// A number below `n`.
+    /// A number below `n` (n > 0).
     pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
+    }
+
+    /// One of `from` (not empty).
+    pub fn pick<'a, T>(&mut self, from: &'a [T]) -> &'a T {
+        &from[self.below(from.len() as u64) as usize]
     }
 }

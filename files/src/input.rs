@@ -1,6 +1,6 @@
-//! Reading input files safely: only regular files, never blocking, never mapped, bounded. The
-//! one home of this for every crate (this one is the lowest: the configuration file, the
-//! code-object reader `sqtt_codeobj`, the trace tools and the raw thread-trace reader use it).
+//! Reading input files: only regular files, never blocking, never mapped, bounded. Every
+//! crate's inputs are read here: the configuration file, the code objects (`sqtt_codeobj`), the
+//! trace tools' files and the raw thread traces.
 //!
 //! A FIFO, a directory, a device (`/dev/zero`) or a file of a pseudo file system (`/proc`,
 //! `/sys`) is refused with a message saying what it is, before anything is read, so nothing
@@ -15,9 +15,6 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::Path;
-
-/// The largest configuration file read (1 MiB).
-pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// What a non-regular file is, as words for a message (`None`: a regular file).
 pub fn not_regular(ft: &std::fs::FileType) -> Option<&'static str> {
@@ -36,12 +33,6 @@ pub fn not_regular(ft: &std::fs::FileType) -> Option<&'static str> {
     } else {
         Some("not a regular file")
     }
-}
-
-/// The text of a configuration file, or why it cannot be read ("it is a FIFO (named pipe), not
-/// a regular file", "it is 5000000 bytes; ...").
-pub fn read_config(path: &Path) -> io::Result<String> {
-    read_regular_string(path, MAX_CONFIG_BYTES, "a configuration file")
 }
 
 fn invalid(msg: String) -> io::Error {
@@ -93,9 +84,27 @@ pub fn open_regular(path: &Path) -> io::Result<(File, u64)> {
     Ok((file, meta.len()))
 }
 
+/// A buffer of `len` zero bytes, or an error when the memory cannot be had (a size read from an
+/// input, or an input's size, must not abort the process: under `ulimit -v` it did, exit 134).
+pub fn zeroed(len: usize) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(len)
+        .map_err(|_| out_of_memory(len as u64))?;
+    buf.resize(len, 0);
+    Ok(buf)
+}
+
+/// Why `len` bytes could not be had.
+pub fn out_of_memory(len: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::OutOfMemory,
+        format!("cannot allocate {len} bytes to read it (out of memory, or above `ulimit -v`)"),
+    )
+}
+
 /// Reads `len` bytes at `offset` (fewer at the end of the file).
 pub fn read_at(file: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; len];
+    let mut buf = zeroed(len)?;
     let mut got = 0;
     while got < len {
         match file.read_at(&mut buf[got..], offset + got as u64) {
@@ -170,7 +179,7 @@ mod tests {
 
     #[test]
     fn non_regular_files_are_named_and_never_block() {
-        let dir = std::env::temp_dir().join(format!("sqtt-config-file-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("sqtt-files-input-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         assert_eq!(err(&dir), "it is a directory, not a regular file");
         let fifo = dir.join("fifo");
@@ -192,7 +201,7 @@ mod tests {
 
     #[test]
     fn size_bound_and_contents() {
-        let dir = std::env::temp_dir().join(format!("sqtt-config-size-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("sqtt-files-size-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("f");
         std::fs::write(&f, b"hello").unwrap();
