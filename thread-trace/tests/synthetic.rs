@@ -85,7 +85,10 @@ fn write(g: Generation, keys: &[Slot], evs: &[Ev]) -> Encoder {
                 let t = e.time();
                 let rt = match last {
                     None => 1_000_000 + t,
-                    Some((t0, r0)) => r0 + slope * (t - t0),
+                    // A GFX9 time reset may take the shader time back a few cycles: the
+                    // realtime never goes back (that marker is no distinct one, for the clock
+                    // as for `distinct` below).
+                    Some((t0, r0)) => r0 + slope * t.saturating_sub(t0),
                 };
                 e.marker(rt);
                 last = Some((t, rt));
