@@ -399,3 +399,61 @@ fn a_cut_trace_warns_and_gives_its_whole_packets() {
     assert_ne!(cut, whole);
     assert!(!cut.is_empty());
 }
+
+/// On the raw route the `.att` traces, the code objects and the kernel trace are inputs: an
+/// output (or standard output) that is one of them is refused before anything is written, and
+/// `sqtt diff` reads raw captures as the other commands do.
+#[test]
+fn outputs_that_are_raw_inputs_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("att");
+    write_run(&root, Generation::Gfx11, "gfx1100", false);
+    write_kernel_trace(&root, "json");
+    let d = root.to_str().unwrap();
+    let host = root.join("node0");
+    let att = host.join(format!("{PID}_{AGENT}_shader_engine_0_5.att"));
+    let code_object = host.join(format!("{PID}_gfx1100_code_object_id_1.out"));
+    let kernel_trace = host.join(format!("{PID}_results.json"));
+    let inputs = [&att, &code_object, &kernel_trace];
+    let before: Vec<Vec<u8>> = inputs.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    for out in inputs {
+        let o = out.to_str().unwrap();
+        for args in [
+            vec!["flamegraph", d, "--svg", o],
+            vec!["memory", d, "-o", o],
+            vec!["diff", d, d, "--svg", o],
+        ] {
+            let r = sqtt(&args);
+            assert_eq!(r.status.code(), Some(2), "{args:?}: {}", stderr(&r));
+            assert!(
+                stderr(&r).contains(&format!("cannot write {o}: it is "))
+                    && stderr(&r).contains("which it would overwrite"),
+                "{args:?}: {}",
+                stderr(&r)
+            );
+            assert!(r.stdout.is_empty(), "{args:?} printed before refusing");
+        }
+    }
+    // Standard output appended to a raw trace.
+    let f = std::fs::OpenOptions::new().append(true).open(&att).unwrap();
+    let r = Command::new(env!("CARGO_BIN_EXE_sqtt"))
+        .args(["flamegraph", d])
+        .stdout(std::process::Stdio::from(f))
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+    assert!(
+        stderr(&r).contains(&format!(
+            "cannot write to stdout: it is the input {}",
+            att.display()
+        )),
+        "{}",
+        stderr(&r)
+    );
+    let after: Vec<Vec<u8>> = inputs.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    assert_eq!(after, before, "an input was written");
+    // A capture against itself: every stack, a ratio of 1.
+    let (diff, err) = run_ok(&["diff", d, d, "--input", "raw", "--csv"]);
+    assert!(!err.contains("warning"), "{err}");
+    assert!(diff.contains("_Z4gemmPf"), "{diff}");
+}
