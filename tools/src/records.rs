@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use crate::thread_trace::{check_layout, read_trace, warn_stop, GpuArgs};
+use crate::thread_trace::{warn_stop, GpuArgs};
 use sqtt_thread_trace::decode::{self, SHADER_DATA_IMM, SHADER_DATA_PRIV};
 
 /// `sqtt shaderdata`: the shader-data records of one engine's trace.
@@ -25,9 +25,7 @@ pub struct ShaderDataArgs {
 
 /// Runs `sqtt shaderdata`.
 pub fn run_shaderdata(args: &ShaderDataArgs, out: &mut dyn Write) -> Result<()> {
-    let (shape, g) = args.gpu.decodable()?;
-    let data = read_trace(&args.file)?;
-    check_layout(&args.file, &shape.gpu, g, &data);
+    let (_, g, data) = args.gpu.read(&args.file)?;
     let (records, summary) = decode::shader_data(g, &data);
     warn_stop(&args.file, &summary);
     if args.json {

@@ -338,9 +338,10 @@ pub fn generation_of(data: &[u8]) -> Option<Generation> {
 /// The largest raw trace read (it is read whole).
 pub const MAX_TRACE_BYTES: u64 = 16 << 30;
 
-/// Reads one raw trace into `buf` (kept between files: its pages are touched once), as
-/// [`crate::thread_trace::read_trace`] reads one: only a regular file, no further than its size
-/// when opened, at most [`MAX_TRACE_BYTES`]; a file that shrinks while read is an error.
+/// Reads one raw trace into `buf` (kept between files: its pages are touched once): only a
+/// regular file ([`sqtt_files::input::open_regular`]), no further than its size when opened, at
+/// most [`MAX_TRACE_BYTES`], into memory reserved fallibly; a file that shrinks while read is an
+/// error. `sqtt waves`, `clock` and `shaderdata` read their trace by it too.
 pub fn read_into(path: &Path, buf: &mut Vec<u8>) -> Result<(), Error> {
     use std::io::Read;
     let (f, len) = sqtt_files::input::open_regular(path).map_err(|e| Error::io(path, e))?;
