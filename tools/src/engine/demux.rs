@@ -821,21 +821,23 @@ impl Demux {
         if let Some(se) = cur_se {
             order.flush(|r| self.record::<S, M>(p, se, r));
         }
-        self.stats.files_ok += counts.files_ok;
-        self.stats.files_bad += counts.files_bad;
-        self.stats.records += counts.records;
-        self.finish::<S, M>(ui, p, &order, file_errors);
+        self.finish::<S, M>(ui, p, counts, &order, file_errors);
         Ok(())
     }
 
-    /// The pass's warnings, and the end of every wave still open.
+    /// The pass's file counts (`counts`: files read and bad, records) and warnings, and the end
+    /// of every wave still open.
     pub(super) fn finish<S: Sink, const M: Mode>(
         &mut self,
         ui: &UiDir,
         p: &mut Pass<S>,
+        counts: RunStats,
         order: &Reorder,
         file_errors: Vec<String>,
     ) {
+        self.stats.files_ok += counts.files_ok;
+        self.stats.files_bad += counts.files_bad;
+        self.stats.records += counts.records;
         let local = &mut p.diag;
         for e in &file_errors {
             local.warn(kind::BAD_FILE, || e.clone());

@@ -85,10 +85,7 @@ impl Demux {
             p.diag
                 .warn(what, || format!("dispatch {} ({})", raw.dispatch, ui.name));
         }
-        self.stats.files_ok += counts.files_ok;
-        self.stats.files_bad += counts.files_bad;
-        self.stats.records += counts.records;
-        self.finish::<S, M>(ui, p, &order, file_errors);
+        self.finish::<S, M>(ui, p, counts, &order, file_errors);
         Ok(())
     }
 }
