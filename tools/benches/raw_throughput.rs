@@ -30,6 +30,8 @@ mod elf;
 const PID: u64 = 77;
 const SES: u32 = 2;
 
+#[path = "support/child.rs"]
+mod child;
 #[path = "../tests/support/rng.rs"]
 mod rng;
 use rng::Rng;
@@ -158,23 +160,14 @@ fn flamegraph(dir: &Path, input: &str) -> (f64, Vec<u8>) {
         .arg(input)
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::process::Stdio::inherit());
-    // Reaped by the wait4 below, which also gives its CPU time.
-    #[allow(clippy::zombie_processes)]
-    let child = cmd.spawn().unwrap();
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    // SAFETY: `pid` is our child, not yet reaped; the pointers are to live locals.
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    assert_eq!(r, pid, "wait4");
+    let used = child::run(&mut cmd);
     assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "sqtt flamegraph --input {input} failed"
+        used.ok,
+        "sqtt flamegraph --input {input} failed ({})",
+        used.status
     );
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     let out = std::fs::read(&out).unwrap();
-    (secs(ru.ru_utime) + secs(ru.ru_stime), out)
+    (used.cpu, out)
 }
 
 /// This thread's CPU time in seconds.
