@@ -6,7 +6,11 @@
 use sqtt_thread_trace::decode::{
     decode, shader_data, ShaderData, Sink, StopReason, SHADER_DATA_IMM, SHADER_DATA_PRIV,
 };
-use sqtt_thread_trace::{waves, GcVersion, Generation, Gpu, Wave};
+use sqtt_thread_trace::{waves, Generation, Wave};
+
+#[path = "support/gpu.rs"]
+mod gpu;
+use gpu::gpu;
 
 /// Bits, least significant first.
 struct Bits(Vec<u8>);
@@ -50,15 +54,6 @@ fn end(b: &mut Bits, delta: u64) {
 /// A TIME packet advancing `d` (4 to 19) cycles.
 fn time(b: &mut Bits, d: u64) {
     put(b, 0b1000 | (d - 4) << 4, 8);
-}
-
-fn gpu(g: Generation) -> Gpu {
-    let gc = match g {
-        Generation::Gfx9 => GcVersion::new(9, 5, 0),
-        Generation::Gfx11 => GcVersion::new(11, 0, 0),
-        _ => GcVersion::new(12, 0, 1),
-    };
-    Gpu::new(gc, 1)
 }
 
 fn gen(layout: u64) -> Generation {

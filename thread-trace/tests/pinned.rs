@@ -3,21 +3,15 @@
 //! and records, and synthetic streams with instruction packets and shader data of every form on
 //! each generation. No AMD code is needed to run these.
 
+#[path = "support/gpu.rs"]
+mod gpu;
 #[path = "support/pinned.rs"]
 mod pinned;
 
+use gpu::gpu;
 use pinned::{data_dir, pinned};
 use sqtt_thread_trace::decode::{amd_cu, decode, shader_data, ShaderData, Sink};
-use sqtt_thread_trace::{waves, GcVersion, Generation, Gpu};
-
-fn gpu(g: Generation) -> Gpu {
-    let gc = match g {
-        Generation::Gfx9 => GcVersion::new(9, 5, 0),
-        Generation::Gfx11 => GcVersion::new(11, 0, 0),
-        _ => GcVersion::new(12, 0, 1),
-    };
-    Gpu::new(gc, 1)
-}
+use sqtt_thread_trace::{waves, Generation};
 
 /// The generation a file's path under tests/data names: a capture's arch directory (gfx1100,
 /// gfx1200 (a gfx1201), gfx950), a synthetic stream's generation (gfx9, gfx11, gfx12).
