@@ -4,12 +4,12 @@
 //! ...]}`. A small scanner walks the top-level object through one read buffer, so memory does not
 //! grow with the file ([`read_from`]).
 //!
-//! One row reader, [`plain_rows`], takes the rows of plain integers straight from the buffer:
-//! rocprofv3's compact rows in the default column order by its fast path [`fast_row`] (a few
-//! 8-byte loads a row), any other plain row by [`parse_row`] (any column order, whitespace).
+//! One row reader, `plain_rows`, takes the rows of plain integers straight from the buffer:
+//! rocprofv3's compact rows in the default column order by its fast path `fast_row` (a few
+//! 8-byte loads a row), any other plain row by `parse_row` (any column order, whitespace).
 //! A row neither takes (a sign, a fraction, a number past `u64::MAX`) is serde's to read or
-//! reject ([`RowSeed`]). `fast_row` takes only rows that `parse_row` reads the same way (a
-//! test checks), and every path makes its record with [`Record::of_row`].
+//! reject (`RowSeed`). `fast_row` takes only rows that `parse_row` reads the same way (a
+//! test checks), and every path makes its record with `Record::of_row`.
 
 use std::fmt;
 use std::io::BufReader;
