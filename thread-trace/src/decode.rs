@@ -1105,6 +1105,55 @@ fn cdna_reported(time: u64) -> u64 {
     (((time << 18) as i64) >> 18) as u64
 }
 
+/// [`CDNA_WORDS`] as 4-bit fields of one constant: a token's size is a shift of a register, not
+/// a load, on the walk's chain from token to token.
+const CDNA_WORDS_PACKED: u64 = {
+    let mut v = 0u64;
+    let mut t = 0;
+    while t < 16 {
+        v |= (CDNA_WORDS[t] as u64) << (4 * t);
+        t += 1;
+    }
+    v
+};
+/// The token types the plain loop leaves to the walk: those the sink hears of.
+const CDNA_REPORTED: u32 = (1 << CDNA_WAVE_START) | (1 << CDNA_WAVE_END) | (1 << CDNA_USERDATA);
+
+/// The CDNA walk's plain tokens (time alone) in a tight loop, from word `*i` while it is below
+/// `end` (where 8 words remain, and at most the token a TIME_RESET drops): not the zero words,
+/// a TIME_RESET, a token the sink hears of or one naming a bad slot, which the walk takes. The
+/// next token's type comes from the 8 words loaded at this one, so that the chain from token to
+/// token is a shift of the sizes' constant and of those words, not a load.
+#[inline(always)]
+fn cdna_plain(data: &[u8], i: &mut usize, end: usize, time: &mut u64, packets: &mut u64) {
+    let (mut j, mut t, mut k) = (*i, *time, *packets);
+    let mut ty = data.get(2 * j).map_or(0, |&b| usize::from(b & 0xF));
+    while j < end {
+        let Some(c) = data.get(2 * j..2 * j + 16) else {
+            break;
+        };
+        let (Some(lo), Some(hi)) = (c.first_chunk::<8>(), c.last_chunk::<8>()) else {
+            break;
+        };
+        let (w, w2) = (u64::from_le_bytes(*lo), u64::from_le_bytes(*hi));
+        if CDNA_REPORTED & (1 << ty) != 0
+            || w & 0xFFFF == 0
+            || w & 0xE00F == CDNA_TIME_RESET << 13 | CDNA_MISC as u64
+            || cdna_bad_slot(w).is_some()
+        {
+            break;
+        }
+        t = t.wrapping_add(((w >> 4) & CDNA_DELTA[ty]) * 4);
+        let len = ((CDNA_WORDS_PACKED >> (4 * ty)) & 0xF) as usize;
+        // 1 to 4 words: the next token is in `w` unless this one takes all four.
+        let next = std::hint::select_unpredictable(len < 4, w >> ((16 * len) & 63), w2);
+        ty = (next & 0xF) as usize;
+        j += len;
+        k += 1;
+    }
+    (*i, *time, *packets) = (j, t, k);
+}
+
 fn cdna<S: Sink>(data: &[u8], sink: &mut S) -> Summary {
     let n = data.len() / 2;
     let mut i = if gfx9_header(data) { 4 } else { 0 };
@@ -1118,6 +1167,16 @@ fn cdna<S: Sink>(data: &[u8], sink: &mut S) -> Summary {
     };
     let mut stop = None;
     while i < n {
+        cdna_plain(
+            data,
+            &mut i,
+            n.saturating_sub(7).min(drop_at),
+            &mut time,
+            &mut packets,
+        );
+        if i >= n {
+            break;
+        }
         let w = words4(data, i);
         let ty = (w & 0xF) as usize;
         let nop = w & 0xFFFF == 0;
