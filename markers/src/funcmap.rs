@@ -25,32 +25,43 @@ pub const SECTION_NAME: &str = ".sqtt_funcmap";
 /// Prefix of address-trace point markers.
 pub const ADDR_TRACE_PREFIX: &str = "addr_trace_";
 
-/// The kind of a funcmap row that names a marker or a kernel. Every spelling of a kind lives
-/// here: the row prefix ([`EntryKind::prefix`]), the table word ([`EntryKind::label`]), the JSON
-/// name ([`EntryKind::json_name`], also its serde form) and the words other writers use
-/// ([`EntryKind::from_word`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
-pub enum EntryKind {
-    /// `F:` an instrumented function.
-    Function,
-    /// `K:` a kernel (no marker ID).
-    Kernel,
-    /// `U:` a named user scope.
-    User,
-    /// `P:` a point marker.
-    Point,
+/// Declares an enum and its `ALL` (every variant, in declaration order) from one list, so a new
+/// kind is in `ALL`, which the parser looks row letters up in, without anyone having to remember.
+macro_rules! with_all {
+    ($(#[$attr:meta])* pub enum $name:ident { $($(#[$doc:meta])* $kind:ident,)* }) => {
+        $(#[$attr])*
+        pub enum $name {
+            $($(#[$doc])* $kind,)*
+        }
+
+        impl $name {
+            /// Every kind, in declaration order.
+            pub const ALL: [$name; [$(stringify!($kind)),*].len()] = [$($name::$kind),*];
+        }
+    };
+}
+
+with_all! {
+    /// The kind of a funcmap row that names a marker or a kernel. Every spelling of a kind lives
+    /// here: the row prefix ([`EntryKind::prefix`]), the table word ([`EntryKind::label`]), the
+    /// JSON name ([`EntryKind::json_name`], also its serde form) and the words other writers use
+    /// ([`EntryKind::from_word`]).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+    #[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+    pub enum EntryKind {
+        /// `F:` an instrumented function.
+        Function,
+        /// `K:` a kernel (no marker ID).
+        Kernel,
+        /// `U:` a named user scope.
+        User,
+        /// `P:` a point marker.
+        Point,
+    }
 }
 
 impl EntryKind {
-    pub const ALL: [EntryKind; 4] = [
-        EntryKind::Function,
-        EntryKind::Kernel,
-        EntryKind::User,
-        EntryKind::Point,
-    ];
-
     /// The row's type letter.
     pub fn prefix(self) -> char {
         match self {

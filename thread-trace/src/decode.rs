@@ -577,8 +577,9 @@ fn ahead(w: u64, mid: u64, p: usize, n: usize) -> (usize, usize) {
 /// The 12 bytes from byte `b` as the 8 there and the 8 from `b + 4`, if `data` holds them.
 #[inline(always)]
 fn load12(data: &[u8], b: usize) -> Option<(u64, u64)> {
-    let lo = data.get(b..b + 8)?.first_chunk::<8>()?;
-    let mid = data.get(b + 4..b + 12)?.first_chunk::<8>()?;
+    let s = data.get(b..b + 12)?;
+    let lo = s.first_chunk::<8>()?;
+    let mid = s.last_chunk::<8>()?;
     Some((u64::from_le_bytes(*lo), u64::from_le_bytes(*mid)))
 }
 
@@ -629,6 +630,85 @@ impl Chain {
         }
         r
     }
+}
+
+/// A walk's plain packets (time alone) in a tight loop: from `c.st.p` while it is below `end`
+/// (at most the fast region's end) and the next packet is plain, with the walk's state in
+/// registers. What [`Chain::step`] does with such a packet, without its branches for the others.
+#[inline(always)]
+fn plain1<const LAYOUT4: bool>(data: &[u8], c: &mut Chain, end: usize) {
+    let t = if LAYOUT4 { &TABLES4 } else { &TABLES3 };
+    let (mut p, mut time, mut packets, mut idx) = (c.st.p, c.st.time, c.st.packets, c.next.0);
+    while p < end {
+        let e = t.entry[idx & 0xFF];
+        if e.special != PLAIN {
+            break;
+        }
+        let Some((lo, mid)) = load12(data, p >> 1) else {
+            break;
+        };
+        let sh = (p & 1) * 4;
+        let (w, mid) = (lo >> sh, mid >> sh);
+        time = time.wrapping_add(((w >> e.shift) & e.mask) + u64::from(e.add));
+        let n = t.nibbles[idx & 0xFF] as usize;
+        idx = ahead(w, mid, p, n).0;
+        p += n;
+        packets += 1;
+    }
+    c.st = Walk { p, time, packets };
+    c.next = (idx, 0);
+}
+
+/// [`plain1`] for two walks at once, while both are below their ends and both next packets are
+/// plain: two independent chains in one loop.
+#[inline(always)]
+fn plain2<const LAYOUT4: bool>(
+    data: &[u8],
+    a: &mut Chain,
+    a_end: usize,
+    b: &mut Chain,
+    b_end: usize,
+) {
+    let t = if LAYOUT4 { &TABLES4 } else { &TABLES3 };
+    let (mut pa, mut ta, mut ka, mut ia) = (a.st.p, a.st.time, a.st.packets, a.next.0);
+    let (mut pb, mut tb, mut kb, mut ib) = (b.st.p, b.st.time, b.st.packets, b.next.0);
+    while pa < a_end && pb < b_end {
+        let ea = t.entry[ia & 0xFF];
+        let eb = t.entry[ib & 0xFF];
+        if ea.special | eb.special != PLAIN {
+            break;
+        }
+        let (Some((la, ma)), Some((lb, mb))) = (load12(data, pa >> 1), load12(data, pb >> 1))
+        else {
+            break;
+        };
+        let sa = (pa & 1) * 4;
+        let (wa, ma) = (la >> sa, ma >> sa);
+        let sb = (pb & 1) * 4;
+        let (wb, mb) = (lb >> sb, mb >> sb);
+        ta = ta.wrapping_add(((wa >> ea.shift) & ea.mask) + u64::from(ea.add));
+        tb = tb.wrapping_add(((wb >> eb.shift) & eb.mask) + u64::from(eb.add));
+        let na = t.nibbles[ia & 0xFF] as usize;
+        let nb = t.nibbles[ib & 0xFF] as usize;
+        ia = ahead(wa, ma, pa, na).0;
+        ib = ahead(wb, mb, pb, nb).0;
+        pa += na;
+        pb += nb;
+        ka += 1;
+        kb += 1;
+    }
+    a.st = Walk {
+        p: pa,
+        time: ta,
+        packets: ka,
+    };
+    a.next = (ia, 0);
+    b.st = Walk {
+        p: pb,
+        time: tb,
+        packets: kb,
+    };
+    b.next = (ib, 0);
 }
 
 /// The events of a walk whose time is not known yet (a chain started mid-stream), times
@@ -729,7 +809,16 @@ fn rdna_halves<S: Sink, const LAYOUT4: bool>(
     // run cut by the end (the walk ends there).
     let mut stops: Vec<(Mark, StopReason)> = Vec::new();
     let (mut a_on, mut b_on) = (true, true);
+    let a_end = middle.min(fast_end);
     while a_on || b_on {
+        // The plain packets in the tight loops, once the second walk's marks are kept.
+        if marks.len() >= MARKS {
+            if a_on && b_on {
+                plain2::<LAYOUT4>(data, &mut a, a_end, &mut b, fast_end);
+            } else if b_on {
+                plain1::<LAYOUT4>(data, &mut b, fast_end);
+            }
+        }
         if a_on {
             if a.st.p >= middle || a.st.p >= fast_end {
                 a_on = false;
@@ -849,6 +938,10 @@ fn rdna_walk<S: Sink, const LAYOUT4: bool>(
     if stop.is_none() && st.p < fast_end {
         let mut c = Chain::at(data, st);
         while c.st.p < fast_end {
+            plain1::<LAYOUT4>(data, &mut c, fast_end);
+            if c.st.p >= fast_end {
+                break;
+            }
             if let Step::Stop(reason) = c.step::<S, LAYOUT4>(data, total, fast_end, sink) {
                 stop = Some(reason);
                 break;
@@ -1012,6 +1105,55 @@ fn cdna_reported(time: u64) -> u64 {
     (((time << 18) as i64) >> 18) as u64
 }
 
+/// [`CDNA_WORDS`] as 4-bit fields of one constant: a token's size is a shift of a register, not
+/// a load, on the walk's chain from token to token.
+const CDNA_WORDS_PACKED: u64 = {
+    let mut v = 0u64;
+    let mut t = 0;
+    while t < 16 {
+        v |= (CDNA_WORDS[t] as u64) << (4 * t);
+        t += 1;
+    }
+    v
+};
+/// The token types the plain loop leaves to the walk: those the sink hears of.
+const CDNA_REPORTED: u32 = (1 << CDNA_WAVE_START) | (1 << CDNA_WAVE_END) | (1 << CDNA_USERDATA);
+
+/// The CDNA walk's plain tokens (time alone) in a tight loop, from word `*i` while it is below
+/// `end` (where 8 words remain, and at most the token a TIME_RESET drops): not the zero words,
+/// a TIME_RESET, a token the sink hears of or one naming a bad slot, which the walk takes. The
+/// next token's type comes from the 8 words loaded at this one, so that the chain from token to
+/// token is a shift of the sizes' constant and of those words, not a load.
+#[inline(always)]
+fn cdna_plain(data: &[u8], i: &mut usize, end: usize, time: &mut u64, packets: &mut u64) {
+    let (mut j, mut t, mut k) = (*i, *time, *packets);
+    let mut ty = data.get(2 * j).map_or(0, |&b| usize::from(b & 0xF));
+    while j < end {
+        let Some(c) = data.get(2 * j..2 * j + 16) else {
+            break;
+        };
+        let (Some(lo), Some(hi)) = (c.first_chunk::<8>(), c.last_chunk::<8>()) else {
+            break;
+        };
+        let (w, w2) = (u64::from_le_bytes(*lo), u64::from_le_bytes(*hi));
+        if CDNA_REPORTED & (1 << ty) != 0
+            || w & 0xFFFF == 0
+            || w & 0xE00F == CDNA_TIME_RESET << 13 | CDNA_MISC as u64
+            || cdna_bad_slot(w).is_some()
+        {
+            break;
+        }
+        t = t.wrapping_add(((w >> 4) & CDNA_DELTA[ty]) * 4);
+        let len = ((CDNA_WORDS_PACKED >> (4 * ty)) & 0xF) as usize;
+        // 1 to 4 words: the next token is in `w` unless this one takes all four.
+        let next = std::hint::select_unpredictable(len < 4, w >> ((16 * len) & 63), w2);
+        ty = (next & 0xF) as usize;
+        j += len;
+        k += 1;
+    }
+    (*i, *time, *packets) = (j, t, k);
+}
+
 fn cdna<S: Sink>(data: &[u8], sink: &mut S) -> Summary {
     let n = data.len() / 2;
     let mut i = if gfx9_header(data) { 4 } else { 0 };
@@ -1025,6 +1167,16 @@ fn cdna<S: Sink>(data: &[u8], sink: &mut S) -> Summary {
     };
     let mut stop = None;
     while i < n {
+        cdna_plain(
+            data,
+            &mut i,
+            n.saturating_sub(7).min(drop_at),
+            &mut time,
+            &mut packets,
+        );
+        if i >= n {
+            break;
+        }
         let w = words4(data, i);
         let ty = (w & 0xF) as usize;
         let nop = w & 0xFFFF == 0;

@@ -6,6 +6,9 @@
 //! register and other packets between the waves' marker records, nested scopes and points),
 //! their code object and kernel trace, and times `sqtt flamegraph --input raw` as a child process
 //! (its CPU time, from wait4): megabytes of `.att` per CPU second, per generation and in all.
+//! Each route is timed `SQTT_BENCH_REPS` times (default 3), the best taken; the load average is
+//! printed before and after. `SQTT_BENCH_SQTT` names another `sqtt` binary to time instead of
+//! this tree's (a baseline's, on the same bytes: the capture is the same from run to run).
 //!
 //! With `SQTT_REFERENCE_DECODER` naming AMD's `librocprof-trace-decoder.so` (never built or
 //! vendored here), the same bytes also go the way rocprofv3 takes them: AMD's decoder (its CPU
@@ -153,7 +156,9 @@ fn write_run(root: &Path, g: Generation, gfx: &str, bytes_per_engine: usize) -> 
 /// CPU seconds and stdout of `sqtt flamegraph DIR --input INPUT`, as a child process.
 fn flamegraph(dir: &Path, input: &str) -> (f64, Vec<u8>) {
     let out = dir.join(format!("flamegraph_{input}.txt"));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sqtt"));
+    // SQTT_BENCH_SQTT: another `sqtt` binary to time (a baseline's, on the same bytes).
+    let sqtt = std::env::var_os("SQTT_BENCH_SQTT").unwrap_or(env!("CARGO_BIN_EXE_sqtt").into());
+    let mut cmd = Command::new(sqtt);
     cmd.arg("flamegraph")
         .arg(dir)
         .arg("--input")
@@ -227,6 +232,12 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(240);
+    // SQTT_BENCH_REPS: each route timed this many times, the best taken.
+    let reps: usize = std::env::var("SQTT_BENCH_REPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3)
+        .max(1);
     let reference = amd::Amd::from_env();
     let tmp = tempfile::tempdir().unwrap();
     // SQTT_BENCH_KEEP=DIR: the runs are written there and kept (for profiling).
@@ -234,8 +245,9 @@ fn main() {
     let base = keep.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     let per_engine = (mb << 20) / (3 * SES as usize);
     println!(
-        "raw .att -> sqtt flamegraph, {mb} MB of .att (3 generations x {SES} engines, instruction tracing on); CPU seconds of one process"
+        "raw .att -> sqtt flamegraph, {mb} MB of .att (3 generations x {SES} engines, instruction tracing on); CPU seconds of one process, best of {reps}"
     );
+    println!("load average before: {}", load());
     if reference.is_none() {
         println!("({} is not set: AMD's decoder is not run)", amd::VAR);
     }
@@ -266,7 +278,10 @@ fn main() {
         let mbytes = bytes as f64 / 1e6;
         // Warm the page cache, then time.
         let _ = flamegraph(&dir, "raw");
-        let (raw_cpu, raw_out) = flamegraph(&dir, "raw");
+        let (mut raw_cpu, raw_out) = flamegraph(&dir, "raw");
+        for _ in 1..reps {
+            raw_cpu = raw_cpu.min(flamegraph(&dir, "raw").0);
+        }
         *totals.entry("bytes").or_insert(0.0) += mbytes;
         *totals.entry("raw").or_insert(0.0) += raw_cpu;
         let mut line = format!(
@@ -274,8 +289,12 @@ fn main() {
             mbytes / raw_cpu
         );
         if let Some(amd) = &reference {
-            let dec = amd_route(amd, &dir, gfx, &files);
-            let (json_cpu, json_out) = flamegraph(&dir, "decoded");
+            let mut dec = amd_route(amd, &dir, gfx, &files);
+            let (mut json_cpu, json_out) = flamegraph(&dir, "decoded");
+            for _ in 1..reps {
+                dec = dec.min(amd_route(amd, &dir, gfx, &files));
+                json_cpu = json_cpu.min(flamegraph(&dir, "decoded").0);
+            }
             let amd_total = dec + json_cpu;
             *totals.entry("amd").or_insert(0.0) += amd_total;
             *totals.entry("dec").or_insert(0.0) += dec;
@@ -309,4 +328,12 @@ fn main() {
         );
     }
     println!("{line}");
+    println!("load average after: {}", load());
+}
+
+/// The first three fields of /proc/loadavg.
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
 }

@@ -7,6 +7,7 @@ use crate::diag::{Diagnostics, Progress};
 use crate::engine::{Names, Options, RunStats, Sink, Trace};
 use crate::error::Error;
 use crate::flamegraph::Flamegraph;
+use crate::input::UiDir;
 use crate::memory::MemoryReport;
 use crate::output;
 use crate::perfetto::json::JsonEncoder;
@@ -61,6 +62,25 @@ fn open(dir: &Path, opts: &Options, progress: &dyn Progress) -> Result<Trace, Er
     Ok(trace)
 }
 
+/// The loop of every command: `run` over each ui directory of `trace` in turn (given its
+/// index; it returns the directory's counts), then the progress finished and the counts summed
+/// (an error when nothing could be read).
+fn each_ui(
+    dir: &Path,
+    trace: &mut Trace,
+    progress: &dyn Progress,
+    mut run: impl FnMut(&mut Trace, usize, &UiDir) -> Result<RunStats, Error>,
+) -> Result<Totals, Error> {
+    let mut totals = Totals::default();
+    for (i, ui) in trace.dir.ui_dirs.clone().iter().enumerate() {
+        let st = run(trace, i, ui)?;
+        totals.add(&st);
+    }
+    progress.finish();
+    totals.check(dir, trace)?;
+    Ok(totals)
+}
+
 /// Runs `sink` over every ui directory of `dir`: the warnings, and the counts (an error when
 /// nothing could be read).
 pub fn read<S: Sink>(
@@ -71,13 +91,9 @@ pub fn read<S: Sink>(
     progress: &dyn Progress,
 ) -> Result<(Diagnostics, Totals), Error> {
     let mut trace = open(dir, opts, progress)?;
-    let mut totals = Totals::default();
-    for ui in trace.dir.ui_dirs.clone() {
-        let st = trace.run_ui(&ui, opts, names, sink, progress)?;
-        totals.add(&st);
-    }
-    progress.finish();
-    totals.check(dir, &trace)?;
+    let totals = each_ui(dir, &mut trace, progress, |trace, _, ui| {
+        trace.run_ui(ui, opts, names, sink, progress)
+    })?;
     Ok((trace.diag, totals))
 }
 
@@ -153,12 +169,12 @@ pub fn perfetto(
         std::fs::create_dir_all(o).map_err(|e| Error::io(o, e))?;
     }
     let mut names = Names::default();
-    let mut totals = Totals::default();
     let mut files = Vec::new();
     let mut pending = Vec::new();
     let mut events = 0;
-    for (ui, path) in trace.dir.ui_dirs.clone().iter().zip(paths) {
-        let f = output::create(&path)?;
+    let totals = each_ui(dir, &mut trace, progress, |trace, i, ui| {
+        let path = &paths[i];
+        let f = output::create(path)?;
         let (st, n, f) = match format {
             Format::Protobuf => {
                 let mut sink = Timeline::new(ProtoEncoder::new(f), clock_ghz);
@@ -176,13 +192,11 @@ pub fn perfetto(
                 (st, n, sink.into_encoder().finish())
             }
         };
-        totals.add(&st);
         events += n;
         pending.push(f.map_err(Error::Write)?);
-        files.push(path);
-    }
-    progress.finish();
-    totals.check(dir, &trace)?;
+        files.push(path.clone());
+        Ok(st)
+    })?;
     for f in pending {
         f.commit().map_err(Error::Write)?;
     }
@@ -237,17 +251,13 @@ pub fn memory<W: Write>(
 ) -> Result<(MemoryOutput, Option<W>), Error> {
     let mut trace = open(dir, opts, progress)?;
     let mut names = Names::default();
-    let mut totals = Totals::default();
     // The writer's errors name it (`output::Output`, `output::Stdout`).
     let out_err = Error::Write;
     let mut report = MemoryReport::new(out, access_size).map_err(out_err)?;
-    for ui in trace.dir.ui_dirs.clone() {
+    let totals = each_ui(dir, &mut trace, progress, |trace, _, ui| {
         report.set_dir(&ui.name);
-        let st = trace.run_ui(&ui, opts, &mut names, &mut report, progress)?;
-        totals.add(&st);
-    }
-    progress.finish();
-    totals.check(dir, &trace)?;
+        trace.run_ui(ui, opts, &mut names, &mut report, progress)
+    })?;
     let diag = trace.diag;
     let warnings: Vec<String> = diag.to_string().lines().map(str::to_string).collect();
     let blocks = report.blocks;

@@ -2,8 +2,14 @@
 //!
 //! The files hold `{"records_schema": [...], "records": [[time, value, cu, simd, wave_id, flags],
 //! ...]}`. A small scanner walks the top-level object through one read buffer, so memory does not
-//! grow with the file; rows of plain integers are parsed from the buffer, anything else is
-//! serde's to read or reject ([`read_from`]).
+//! grow with the file ([`read_from`]).
+//!
+//! One row reader, `plain_rows`, takes the rows of plain integers straight from the buffer:
+//! rocprofv3's compact rows in the default column order by its fast path `fast_row` (a few
+//! 8-byte loads a row), any other plain row by `parse_row` (any column order, whitespace).
+//! A row neither takes (a sign, a fraction, a number past `u64::MAX`) is serde's to read or
+//! reject (`RowSeed`). `fast_row` takes only rows that `parse_row` reads the same way (a
+//! test checks), and every path makes its record with `Record::of_row`.
 
 use std::fmt;
 use std::io::BufReader;
@@ -51,6 +57,12 @@ impl Record {
             wave_id: wave_id as u32,
             flags: flags as u32,
         }
+    }
+
+    /// A row's fields gathered in the default column order ([`DEFAULT_SCHEMA`]).
+    #[inline(always)]
+    fn of_columns(v: &[u64; COLS]) -> Record {
+        Record::of_row(v[0], v[1], v[2], v[3], v[4], v[5])
     }
 }
 
@@ -678,20 +690,6 @@ enum RowFault {
     Cut,
 }
 
-/// Parses the plain integer row `[1,2,3,...]` that starts at `b[i]` after optional whitespace;
-/// gives the record and the index after its ']'. Takes only what serde reads the same way:
-/// no leading zeros, no signs, fractions or exponents, nothing past `u64::MAX`.
-#[inline(always)]
-fn parse_row(b: &[u8], i: usize, cols: &Columns) -> Result<(Record, usize), RowFault> {
-    if cols.0 == DEFAULT_ORDER.0 {
-        // The order rocprofv3 writes, six columns: the fields straight into the record.
-        if let Some(row) = parse_default_row(b, i) {
-            return Ok(row);
-        }
-    }
-    parse_any_row(b, i, cols)
-}
-
 const DEFAULT_ORDER: Columns = {
     let mut c = [u8::MAX; MAX_ROW];
     let mut i = 0;
@@ -702,46 +700,11 @@ const DEFAULT_ORDER: Columns = {
     Columns(c)
 };
 
-/// One field of a row in [`parse_default_row`]: the number and the index after its separator,
-/// if the separator is `sep`.
+/// Parses the plain integer row, in any column order and width, `[1,2,3,...]` that starts at `b[i]` after optional whitespace;
+/// gives the record and the index after its ']'. Takes only what serde reads the same way:
+/// no leading zeros, no signs, fractions or exponents, nothing past `u64::MAX`.
 #[inline(always)]
-fn default_field(b: &[u8], mut i: usize, sep: u8) -> Option<(u64, usize)> {
-    while i < b.len() && is_ws(b[i]) {
-        i += 1;
-    }
-    let start = i;
-    let (x, mut i) = number(b, i).ok()?;
-    if i == start || (b[start] == b'0' && i - start > 1) {
-        return None;
-    }
-    while i < b.len() && is_ws(b[i]) {
-        i += 1;
-    }
-    (b.get(i) == Some(&sep)).then_some((x, i + 1))
-}
-
-/// [`parse_any_row`] for a row of exactly six plain numbers in the default order; `None` for
-/// anything else (which that then reads).
-#[inline(always)]
-fn parse_default_row(b: &[u8], mut i: usize) -> Option<(Record, usize)> {
-    while i < b.len() && is_ws(b[i]) {
-        i += 1;
-    }
-    if b.get(i) != Some(&b'[') {
-        return None;
-    }
-    let (time, i) = default_field(b, i + 1, b',')?;
-    let (value, i) = default_field(b, i, b',')?;
-    let (cu, i) = default_field(b, i, b',')?;
-    let (simd, i) = default_field(b, i, b',')?;
-    let (wave_id, i) = default_field(b, i, b',')?;
-    let (flags, i) = default_field(b, i, b']')?;
-    Some((Record::of_row(time, value, cu, simd, wave_id, flags), i))
-}
-
-/// [`parse_row`] for any column order and width.
-#[inline(always)]
-fn parse_any_row(b: &[u8], mut i: usize, cols: &Columns) -> Result<(Record, usize), RowFault> {
+fn parse_row(b: &[u8], mut i: usize, cols: &Columns) -> Result<(Record, usize), RowFault> {
     while i < b.len() && is_ws(b[i]) {
         i += 1;
     }
@@ -785,17 +748,7 @@ fn parse_any_row(b: &[u8], mut i: usize, cols: &Columns) -> Result<(Record, usiz
     if seen < COLS {
         return Err(RowFault::Odd);
     }
-    Ok((
-        Record {
-            time: v[0],
-            value: v[1] as u32,
-            cu: v[2] as u32,
-            simd: v[3] as u32,
-            wave_id: v[4] as u32,
-            flags: v[5] as u32,
-        },
-        i,
-    ))
+    Ok((Record::of_columns(&v), i))
 }
 
 struct RowSeed {
@@ -833,14 +786,7 @@ impl<'de> Visitor<'de> for RowSeed {
         if seen < COLS {
             return Err(de::Error::invalid_length(i, &self));
         }
-        Ok(Record {
-            time: v[0],
-            value: v[1] as u32,
-            cu: v[2] as u32,
-            simd: v[3] as u32,
-            wave_id: v[4] as u32,
-            flags: v[5] as u32,
-        })
+        Ok(Record::of_columns(&v))
     }
 }
 
@@ -1019,7 +965,7 @@ mod tests {
             }
             let w: &[u8; FAST_SPAN] = row[..FAST_SPAN].try_into().unwrap();
             let got = fast_row(w);
-            let want = parse_any_row(w, 0, &DEFAULT_ORDER).ok();
+            let want = parse_row(w, 0, &DEFAULT_ORDER).ok();
             let text = String::from_utf8_lossy(w);
             if plain {
                 assert_eq!(got, want, "{text}");
