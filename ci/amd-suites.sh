@@ -237,6 +237,8 @@ run_amd_lit() {
         # no -nogpulib there).
         if grep -q "cannot find ROCm device library" "$log"; then
           status=n/r why="clang $major wants the ROCm device library here: $why"
+        elif grep -q ": command not found" "$log"; then
+          status=n/r why="a tool the RUN line needs is missing: $(grep -m1 -o '[^ :]*: command not found' "$log")"
         fi
       fi
       echo "lit	$name	$status	$why"
@@ -254,7 +256,9 @@ run_toolchain() {
   if [ "$headers" = amd ]; then
     inc_rt=$rt/../../include/rocprof_trace_decoder/cxx inc_lit=$lit/../include
   fi
-  if [ "$rt" != - ] && [ "$hipcc" != - ]; then
+  if [ "$rt" != - ] && [ "$hipcc" != - ] && ! command -v python3 >/dev/null; then
+    echo "run_tests.py	(all 34)	n/r	no python3 on this toolchain"
+  elif [ "$rt" != - ] && [ "$hipcc" != - ]; then
     run_amd_run_tests "$tc" "$rt" "$hipcc" "$llvm_bin" "$major" "$plugin" "$inc_rt" "$work"
   fi
   if [ "$lit" != - ]; then
