@@ -40,6 +40,8 @@
 #     clang-offload-bundler into the names LLVM 21's objdump gives.
 # Everything else runs as AMD wrote it (AMD's SQTT_* variables are ours too).
 set -euo pipefail
+# (Read whole before it runs: a run survives edits of this file.)
+{
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=$REPO/target/amd-suites
@@ -269,6 +271,46 @@ run_toolchain() {
   rm -rf "$work/rocprof-trace-decoder" "$work"/probe*
 }
 
+# --- the totals ------------------------------------------------------------------------------
+declare -A LABEL=([hipcc5]="hipcc 5.2.3 (LLVM 15)" [llvm22]="LLVM 22 (host opt/clang)"
+  [sid]="hipcc 7.0.2 (sid, LLVM 21)" [experimental]="hipcc 7.2.4 (experimental, LLVM 22)")
+# The table of the rows in target/amd-suites for TOOLCHAINS, then each failure.
+print_totals() {
+  local tc rows suite
+  echo
+  echo "AMD's suites against this plugin"
+  printf '%-38s %-13s %5s %5s %5s\n' toolchain suite pass fail "n/r"
+  for tc in "${TOOLCHAINS[@]}"; do
+    rows=$OUT/$tc.tsv
+    if [ -f "$rows.skip" ] || [ ! -f "$rows" ]; then
+      printf '%-38s %s\n' "${LABEL[$tc]}" "$(cat "$rows.skip" 2>/dev/null || echo "not measured: not run")"
+      continue
+    fi
+    for suite in run_tests.py lit; do
+      grep -q "^$suite	" "$rows" || continue
+      awk -F'\t' -v s="$suite" -v l="${LABEL[$tc]}" '$1 == s { n[$3]++ }
+        END { printf "%-38s %-13s %5d %5d %5d\n", l, s, n["pass"], n["fail"], n["n/r"] }' "$rows"
+    done
+  done
+  for tc in "${TOOLCHAINS[@]}"; do
+    rows=$OUT/$tc.tsv
+    [ -f "$rows" ] && [ ! -f "$rows.skip" ] || continue
+    if grep -qP '\t(fail|n/r)\t' "$rows"; then
+      echo
+      echo "${LABEL[$tc]}:"
+      awk -F'\t' '$3 != "pass" { printf "  %-5s %-13s %-38s %s\n", $3, $1, $2, $4 }' "$rows"
+    fi
+  done
+}
+
+if [ "${1:-}" = --print ]; then
+  shift
+  TOOLCHAINS=("$@")
+  [ ${#TOOLCHAINS[@]} -gt 0 ] || TOOLCHAINS=(hipcc5 llvm22 sid experimental)
+  print_totals
+  exit 0
+fi
+
 # --- inside a chroot ---------------------------------------------------------------------------
 if [ "${1:-}" = --inner ]; then
   # ci/amd-suites.sh --inner TOOLCHAIN MAJOR RUN_TESTS_DIR|- LIT_DIR|- HEADERS
@@ -357,8 +399,6 @@ in_chroot() {
   rm -rf "$stage"
 }
 
-declare -A LABEL=([hipcc5]="hipcc 5.2.3 (LLVM 15)" [llvm22]="LLVM 22 (host opt/clang)"
-  [sid]="hipcc 7.0.2 (sid, LLVM 21)" [experimental]="hipcc 7.2.4 (experimental, LLVM 22)")
 for tc in "${TOOLCHAINS[@]}"; do
   rows=$OUT/$tc.tsv
   rm -f "$rows"
@@ -392,28 +432,6 @@ for tc in "${TOOLCHAINS[@]}"; do
   rm -f "$rows.skip"
 done
 
-# --- the totals ------------------------------------------------------------------------------
-echo
-echo "AMD's suites against this plugin (headers: $HEADERS)"
-printf '%-38s %-13s %5s %5s %5s\n' toolchain suite pass fail "n/r"
-for tc in "${TOOLCHAINS[@]}"; do
-  rows=$OUT/$tc.tsv
-  if [ -f "$rows.skip" ]; then
-    printf '%-38s %s\n' "${LABEL[$tc]}" "$(cat "$rows.skip")"
-    continue
-  fi
-  for suite in run_tests.py lit; do
-    grep -q "^$suite	" "$rows" || continue
-    awk -F'\t' -v s="$suite" -v l="${LABEL[$tc]}" '$1 == s { n[$3]++ }
-      END { printf "%-38s %-13s %5d %5d %5d\n", l, s, n["pass"], n["fail"], n["n/r"] }' "$rows"
-  done
-done
-for tc in "${TOOLCHAINS[@]}"; do
-  rows=$OUT/$tc.tsv
-  [ -f "$rows" ] && [ ! -f "$rows.skip" ] || continue
-  if grep -qP '\t(fail|n/r)\t' "$rows"; then
-    echo
-    echo "${LABEL[$tc]}:"
-    awk -F'\t' '$3 != "pass" { printf "  %-5s %-13s %-38s %s\n", $3, $1, $2, $4 }' "$rows"
-  fi
-done
+print_totals
+exit
+}
