@@ -23,7 +23,9 @@
 # %sqtt-marker-include, as a user moving over gets them from sqtt-hipcc) or amd (AMD's own, from
 # the suites' trees: ../../include/rocprof_trace_decoder/cxx and ../include); SQTT_AMD_PLUGIN_15,
 # SQTT_AMD_PLUGIN_22 (a plugin for the host's LLVM 15 / 22 instead of building one into
-# target/release, target/llvm22); CARGO_BUILD_JOBS (default 2).
+# target/release, target/llvm22); SQTT_AMD_SHARE_CHROOT=1 (use a chroot whose lock a lane past
+# its setup holds, instead of waiting for it: SQTT_LOCK_TIMEOUT, default 1800 s); CARGO_BUILD_JOBS
+# (default 2).
 #
 # What is translated from AMD's command lines, and why (docs/toolchains.md, "AMD's own suites"):
 #   - clang with -fpass-plugin and -Xclang -mllvm -Xclang -sqtt-marker-* on LLVM < 22 gets
@@ -379,7 +381,15 @@ in_chroot() {
   local tc=$1 major=$2 root=$3 rt=- lit=- stage
   # shellcheck source=ci/chroot.sh
   source "$REPO/ci/chroot.sh"
-  chroot_lock "$root"
+  # The chroot's lock keeps this away from a lane's debootstrap and apt steps. A lane holds it
+  # through its suites too; SQTT_AMD_SHARE_CHROOT=1 goes ahead while a lane that is past its
+  # setup (the stamp exists) still holds it: this only reads the chroot's system, and builds
+  # into this worktree's target/.
+  if [ "${SQTT_AMD_SHARE_CHROOT:-0}" = 1 ]; then
+    say "$tc: not taking $root.lock (SQTT_AMD_SHARE_CHROOT=1)"
+  else
+    chroot_lock "$root"
+  fi
   stage=$root/tmp/sqtt-amd-suites
   rm -rf "$stage" && mkdir -p "$stage"
   if [ "$RUN_TESTS" != - ]; then
