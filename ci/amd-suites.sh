@@ -241,6 +241,9 @@ run_amd_lit() {
         # no -nogpulib there).
         if grep -q "cannot find ROCm device library" "$log"; then
           status=n/r why="clang $major wants the ROCm device library here: $why"
+        elif grep -q "Unknown command line argument '-" "$log" &&
+          ! grep -q "Unknown command line argument '-sqtt-marker-" "$log"; then
+          status=n/r why="an LLVM option this LLVM lacks: $(grep -m1 -o "Unknown command line argument '[^']*'" "$log")"
         elif grep -q ": command not found" "$log"; then
           status=n/r why="a tool the RUN line needs is missing: $(grep -m1 -o '[^ :]*: command not found' "$log")"
         fi
