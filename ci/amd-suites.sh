@@ -46,7 +46,9 @@ set -euo pipefail
 {
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Rows of the last runs, per toolchain (AMD's own headers: a directory of their own).
 OUT=$REPO/target/amd-suites
+[ "${SQTT_AMD_HEADERS:-ours}" != amd ] || OUT=$OUT/amd-headers
 TESTS_ARCHES="gfx90a gfx1030 gfx1200 gfx1250"
 
 say() { echo "[amd-suites] $*" >&2; }
@@ -283,7 +285,7 @@ declare -A LABEL=([hipcc5]="hipcc 5.2.3 (LLVM 15)" [llvm22]="LLVM 22 (host opt/c
 print_totals() {
   local tc rows suite
   echo
-  echo "AMD's suites against this plugin"
+  echo "AMD's suites against this plugin (headers: ${SQTT_AMD_HEADERS:-ours})"
   printf '%-38s %-13s %5s %5s %5s\n' toolchain suite pass fail "n/r"
   for tc in "${TOOLCHAINS[@]}"; do
     rows=$OUT/$tc.tsv
