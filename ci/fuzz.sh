@@ -15,6 +15,7 @@
 #                              occupancy.json, code.json, a compressed-bundle code object through
 #                              `sqtt stats` and `sqtt memory`)
 #   thread-trace  decoders     the thread-trace decoders, wave pairing, markers, clock
+#   thread-trace  raw_records  the decoders' shader-data records (fields, order, a stop's prefix)
 # The fuzz crates are workspaces of their own, built into one target directory so that their
 # common dependencies build once. It and the corpora live in SQTT_FUZZ_DIR (default
 # /var/cache/sqtt-fuzz, beside the lanes' chroots, so a fresh clone does not rebuild the
@@ -38,7 +39,8 @@ if [ -z "${SQTT_FUZZ_DIR:-}" ] && ! mkdir -p "$out" 2>/dev/null; then
 fi
 export RUSTC_BOOTSTRAP=1
 
-ALL=(codeobj:code_object codeobj:ccob codeobj:funcmap tools:shaderdata tools:trace_dir thread-trace:decoders)
+ALL=(codeobj:code_object codeobj:ccob codeobj:funcmap tools:shaderdata tools:trace_dir
+  thread-trace:decoders thread-trace:raw_records)
 targets=()
 if [ $# -gt 0 ]; then
   for want in "$@"; do
@@ -84,7 +86,7 @@ seed() { # crate target corpus
   local ext=""
   case $target in
   code_object) ext=co ;;
-  decoders) ext=att ;;
+  decoders | raw_records) ext=att ;;
   esac
   [ -z "$ext" ] && return 0
   local f

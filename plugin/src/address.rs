@@ -209,7 +209,7 @@ pub fn number(
         .blocks()
         .into_iter()
         .flat_map(|b| b.instructions())
-        .filter(|i| !crate::is_sqtt_instruction(m, *i))
+        .filter(|i| !crate::tags::is_sqtt_instruction(m, *i))
         .filter_map(|i| classify(i, which))
         .map(|op| {
             let kind = op.category.kind();

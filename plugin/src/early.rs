@@ -15,7 +15,8 @@ use crate::ledger::{placeholder_asm, EarlyKind, EarlyLedger, Role};
 use crate::llvm::{MdItem, Module, Value};
 use crate::named::{collect, fusable, resolve_name, Sentinel};
 use crate::size::{above, function_size, SizeBound};
-use crate::{funcmap_emit, is_sqtt_instruction};
+use crate::tags::is_sqtt_instruction;
+use crate::{funcmap_emit, options};
 
 /// Function metadata naming the ledger entry of an instrumented function.
 pub const FUNC_ID_MD: &str = "sqtt.func.id";
@@ -342,7 +343,7 @@ fn instrument_function(m: Module, ledger: &mut EarlyLedger, settings: &Settings,
     // (inlined away) loses its markers there, inlined copies included: the tag says so, so that
     // they can go as soon as the function does (crate::prune). Not when the late phase runs at
     // the device link, where another translation unit may still define the function.
-    let removable = (!above(size, settings.instrument_functions) && !crate::deferred_to_link())
+    let removable = (!above(size, settings.instrument_functions) && !options::deferred_to_link())
         .then_some(name.as_str());
     bare_marker_with_payload(m, ledger, entry, key, Role::Enter, None, removable);
     for r in rets {

@@ -31,9 +31,6 @@ use std::collections::HashMap;
 use crate::llvm::{Block, Builder, Module, Value};
 use crate::target::{ShaderClockRead, Target};
 
-/// Metadata kind that tags every marker the plugin creates.
-pub const MARKER_MD: &str = "sqtt.marker";
-
 /// Metadata kind that also tags a payload record (one that is no marker header: a data marker's
 /// value, an address trace's words), as AMD's pass tags its own.
 pub const RAW_PAYLOAD_MD: &str = "sqtt.raw_payload";
@@ -88,7 +85,7 @@ impl<'s> Emitter<'s> {
         Emitter {
             module,
             settings,
-            marker_md: module.md_kind(MARKER_MD),
+            marker_md: module.md_kind(crate::tags::MARKER_MD),
             raw_payload_md: module.md_kind(RAW_PAYLOAD_MD),
             checked: RefCell::new(HashMap::new()),
         }
@@ -335,7 +332,7 @@ impl<'s> Emitter<'s> {
     }
 
     /// The scope-checked record asm a marker before `at` can join: the previous one in the
-    /// block, with only marker leftovers ([`crate::scope::is_marker_leftover`]) in between.
+    /// block, with only marker leftovers ([`crate::tags::is_marker_leftover`]) in between.
     fn joinable(&self, at: Value) -> Option<Value> {
         let checked = self.checked.borrow();
         let mut cur = at.prev();
@@ -343,7 +340,7 @@ impl<'s> Emitter<'s> {
             if checked.contains_key(&i) {
                 return Some(i);
             }
-            if !crate::scope::is_marker_leftover(self.module, i) {
+            if !crate::tags::is_marker_leftover(self.module, i) {
                 return None;
             }
             cur = i.prev();

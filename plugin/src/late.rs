@@ -1,72 +1,84 @@
-//! The late phase (after all IR optimisation; at -O0 after the early step).
+//! The late phase (after all IR optimisation; at -O0 after the early step), as a checklist:
+//! [`run`] names each step, and the decisions the steps carry out are made over plain data in
+//! [`crate::plan`].
 //!
-//! 1. reads the early ledger; applies the function threshold to the post-optimisation size (or
+//! 1. reads the early ledger; settles the function threshold on the post-optimisation size (or
 //!    the stored pre-optimisation size of functions inlined away) and removes the markers of
 //!    functions below it, inlined copies included;
-//! 2. compacts the surviving early IDs by emission count (ties by original order), so the most
-//!    frequent ones fit `s_ttracedata_imm`; then allocates barrier, memory, late named and
-//!    address-trace IDs from the same counter. When only the late phase runs (-O0), the IDs go
-//!    in AMD's -O0 order instead ([`number_late_only`]);
-//! 3. places every marker (scope check, boundaries) and writes the funcmap.
+//! 2. numbers: after the early phase, the surviving early IDs compacted by emission count, so the
+//!    most frequent ones fit `s_ttracedata_imm`, then the barrier and memory IDs; when only the
+//!    late phase runs (-O0), everything in AMD's -O0 order ([`plan::late_only_order`]);
+//! 3. plans every marker's place on the code as it is, then places them (scope check,
+//!    boundaries); numeric and named markers, address traces; writes the funcmap.
 
 use std::collections::HashMap;
 
 use sqtt_config::Settings;
-use sqtt_markers::encoding::{self, EXIT_VALUE};
 
-use crate::address;
+use crate::address::{self, FunctionTraces};
 use crate::barriers::{self, BarrierIds};
 use crate::early;
 use crate::emit::{Emitter, Record};
 use crate::funcmap_emit;
-use crate::ledger::{self, EarlyKind, FinalIds, Role};
+use crate::ledger::{self, EarlyEntry, EarlyKind, FinalIds, Role};
 use crate::llvm::{Module, Value};
 use crate::memory::{self, MemoryIds};
-use crate::named::{self, place_marker, target_of, At};
+use crate::named;
 use crate::numeric;
+use crate::place::{place_marker, target_of, Placement};
+use crate::plan::{self, IdStep, Identity, LateOnlyFunction};
 use crate::scope::ScopeChecks;
-use crate::size::{above, function_size};
+use crate::size::function_size;
+use crate::tags;
 
-/// A marker to place before an instruction.
-pub struct Placement {
-    pub function: Value,
-    pub at: At,
-    pub records: Vec<Record>,
+pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
+    let late_only = !ledger::has_early_ledger(m);
+    if late_only {
+        // -O0, `opt -passes=sqtt`: functions are instrumented here, named markers below.
+        early::run_with(m, settings, early::NamedMarkers::LeaveToLate);
+    }
+    // Read before any marker placement splits their blocks.
+    let named_calls = named::collect_module(m)?;
+    let entries = take_ledger(m);
+    let mut markers = early_markers(m);
+    let below = settle_threshold(m, settings, &entries);
+    drop_markers_below(&mut markers, &below);
+    let mut ids = FinalIds::new();
+    let mut address_traces = Vec::new();
+    let numbered = if late_only {
+        let traces = &mut address_traces;
+        number_late_only(
+            m,
+            settings,
+            &mut ids,
+            &named_calls,
+            &entries,
+            &below,
+            traces,
+        )?
+    } else {
+        number_after_early(settings, &mut ids, &entries, &below, &markers)
+    };
+    let placements = plan_placements(m, settings, &entries, &markers, &numbered);
+    let emitter = Emitter::new(m, settings);
+    let mut scopes = ScopeChecks::new(settings.scope);
+    place_all(m, &emitter, &mut scopes, &placements)?;
+    erase_early_markers(&markers);
+    numeric::wrap_numeric_markers(m, &emitter, &mut scopes)?;
+    named::resolve(&emitter, &mut ids, &mut scopes, named_calls)?;
+    if !late_only {
+        number_address_traces(m, settings, &mut ids, &mut address_traces)?;
+    }
+    for traces in &address_traces {
+        address::emit(m, &emitter, &mut scopes, traces);
+    }
+    drop_repeated_waits(m, &emitter, &scopes);
+    write_funcmap(m, settings, &emitter, &ids);
+    named::drop_unused_sentinels(m);
+    Ok(())
 }
 
-impl Placement {
-    /// A marker right before `at`, which stays.
-    pub fn new(function: Value, at: Value, records: Vec<Record>) -> Placement {
-        Placement {
-            function,
-            at: At::Before(at),
-            records,
-        }
-    }
-
-    /// A marker directly after `at`, which stays (never a terminator).
-    pub fn after(function: Value, at: Value, records: Vec<Record>) -> Placement {
-        Placement {
-            function,
-            at: At::After(at),
-            records,
-        }
-    }
-
-    /// A marker in the place of `at`, which is erased once every marker is placed.
-    pub fn replacing(function: Value, at: Value, records: Vec<Record>) -> Placement {
-        Placement {
-            function,
-            at: At::Replacing(at),
-            records,
-        }
-    }
-}
-
-/// Identity of an early entry across translation units: functions and named markers of the
-/// same name are one marker.
-type Identity = (EarlyKind, String);
-
+/// A bare marker the early phase left (an entry, exit or point of a ledger entry).
 struct EarlyMarker {
     function: Value,
     inst: Value,
@@ -93,32 +105,28 @@ fn early_markers(m: Module) -> Vec<EarlyMarker> {
     out
 }
 
-pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
-    // Only the late phase runs (-O0, `opt -passes=sqtt`): functions are instrumented here, named
-    // markers below, and the IDs go in AMD's -O0 order ([`number_late_only`]).
-    let late_only = !ledger::has_early_ledger(m);
-    if late_only {
-        early::run_with(m, settings, early::NamedMarkers::LeaveToLate);
-    }
-    // Named markers the early step left (data markers; at -O0 all of them), read before any
-    // marker placement splits their blocks; numbered after the system IDs.
-    let named_calls = named::collect_module(m)?;
+/// The early ledger's entries; the ledger leaves the module.
+fn take_ledger(m: Module) -> Vec<EarlyEntry> {
     let entries = ledger::read_early(m);
     m.erase_named_md(ledger::EARLY_LEDGER_MD);
-    let mut markers = early_markers(m);
+    entries
+}
 
-    // 1. The threshold, module-wide.
+/// The keys of the functions at or below the threshold ([`plan::below_threshold`]), measured on
+/// the code as it is now.
+fn settle_threshold(m: Module, settings: &Settings, entries: &[EarlyEntry]) -> Vec<u64> {
     let threshold = settings.instrument_functions;
-    let mut below: Vec<u64> = Vec::new();
-    for e in entries.iter().filter(|e| e.kind == EarlyKind::Function) {
-        let size = match m.function(&e.name).filter(|f| !f.is_declaration()) {
-            Some(f) => function_size(f, threshold, &|i| crate::is_sqtt_instruction(m, i)),
-            None => e.pre_size,
-        };
-        if !above(size, threshold) {
-            below.push(e.key);
-        }
-    }
+    let is_sqtt = |i| tags::is_sqtt_instruction(m, i);
+    let size_now = |name: &str| {
+        m.function(name)
+            .filter(|f| !f.is_declaration())
+            .map(|f| function_size(f, threshold, &is_sqtt))
+    };
+    plan::below_threshold(entries, &size_now, threshold)
+}
+
+/// Erases the markers of functions below the threshold, inlined copies included.
+fn drop_markers_below(markers: &mut Vec<EarlyMarker>, below: &[u64]) {
     markers.retain(|mk| {
         let drop = below.contains(&mk.key);
         if drop {
@@ -127,54 +135,116 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
         }
         !drop
     });
+}
 
-    let by_key: HashMap<u64, &ledger::EarlyEntry> = entries.iter().map(|e| (e.key, e)).collect();
-    let identity =
-        |key: u64| -> Option<Identity> { by_key.get(&key).map(|e| (e.kind, e.name.clone())) };
-    // 2. The IDs.
-    let mut ids = FinalIds::new();
-    // Address traces numbered ahead of their code (late-only), or as they are written.
-    let mut address_traces = Vec::new();
-    let SystemAndEarlyIds {
-        early: final_id,
-        barriers: barrier_ids,
-        memory: memory_ids,
-    } = if late_only {
-        let kept: Vec<&ledger::EarlyEntry> = entries
-            .iter()
-            .filter(|e| e.kind == EarlyKind::Function && !below.contains(&e.key))
-            .collect();
-        number_late_only(
-            m,
-            settings,
-            &mut ids,
-            &named_calls,
-            &kept,
-            &mut address_traces,
-        )?
-    } else {
-        let early = compact(&entries, &below, &markers, &identity, &mut ids);
-        let (barriers, memory) = system_ids(settings, &mut ids);
-        SystemAndEarlyIds {
-            early,
-            barriers,
-            memory,
+/// The IDs the placements need: the early markers' (functions, named markers resolved early), by
+/// identity, and those of the barrier and memory points.
+#[derive(Default)]
+struct Numbered {
+    early: HashMap<Identity, u32>,
+    barriers: Option<BarrierIds>,
+    memory: Option<MemoryIds>,
+}
+
+/// After the early phase: its entries compacted ([`plan::compact`]), then the system IDs.
+fn number_after_early(
+    settings: &Settings,
+    ids: &mut FinalIds,
+    entries: &[EarlyEntry],
+    below: &[u64],
+    markers: &[EarlyMarker],
+) -> Numbered {
+    let emitted: Vec<u64> = markers
+        .iter()
+        .filter(|mk| mk.role.emits_id())
+        .map(|mk| mk.key)
+        .collect();
+    let early = plan::compact(entries, below, &emitted, ids);
+    let (barriers, memory) = plan::system_ids(settings, ids);
+    Numbered {
+        early,
+        barriers,
+        memory,
+    }
+}
+
+/// When only the late phase runs (-O0): the steps of [`plan::late_only_order`]. Address traces
+/// are numbered into `address_traces`, to be written later.
+fn number_late_only(
+    m: Module,
+    settings: &Settings,
+    ids: &mut FinalIds,
+    named_calls: &named::Collected,
+    entries: &[EarlyEntry],
+    below: &[u64],
+    address_traces: &mut Vec<FunctionTraces>,
+) -> Result<Numbered, String> {
+    let defined: Vec<Value> = m
+        .functions()
+        .into_iter()
+        .filter(|f| !f.is_declaration())
+        .collect();
+    let names: Vec<String> = defined.iter().map(|f| f.name()).collect();
+    let functions: Vec<LateOnlyFunction> = defined
+        .iter()
+        .zip(&names)
+        .map(|(f, name)| LateOnlyFunction {
+            name,
+            traces_addresses: own_markers(settings, *f).addresses,
+        })
+        .collect();
+    let kept = plan::kept_functions(entries, below);
+    let mut numbered = Numbered::default();
+    for step in plan::late_only_order(&functions, &kept) {
+        match step {
+            IdStep::System => {
+                (numbered.barriers, numbered.memory) = plan::system_ids(settings, ids)
+            }
+            IdStep::Named(i) => named_calls.number_function(defined[i], ids, settings)?,
+            IdStep::Addresses(i) => {
+                let f = defined[i];
+                let traces = address::number(m, ids, settings.trace_addresses, f, target_of(f)?);
+                address_traces.push(traces);
+            }
+            IdStep::Function(i) => {
+                let name = &names[i];
+                let loc = kept
+                    .iter()
+                    .find(|e| e.name == *name)
+                    .and_then(|e| e.source_loc.clone());
+                let id = ids.function(name, loc);
+                numbered
+                    .early
+                    .insert((EarlyKind::Function, name.clone()), id);
+            }
         }
-    };
+    }
+    Ok(numbered)
+}
 
-    // 3. Where every marker goes, decided on the code as it is now, before any is placed.
+/// The pass's own markers a function gets ([`plan::function_markers`]).
+fn own_markers(settings: &Settings, f: Value) -> plan::FunctionMarkers {
+    let declaration = f.is_declaration();
+    let library = !declaration && early::is_library_function(f);
+    plan::function_markers(settings, declaration, library)
+}
+
+/// Where every marker goes, decided on the code as it is now, before any is placed: the early
+/// markers in their own places, then function by function the barrier and memory points.
+fn plan_placements(
+    m: Module,
+    settings: &Settings,
+    entries: &[EarlyEntry],
+    markers: &[EarlyMarker],
+    numbered: &Numbered,
+) -> Vec<Placement> {
+    let identity = plan::identities(entries);
     let mut placements: Vec<Placement> = Vec::new();
-    for mk in &markers {
-        let Some(id) = identity(mk.key).and_then(|i| final_id.get(&i).copied()) else {
+    for mk in markers {
+        let Some(&id) = identity.get(&mk.key).and_then(|i| numbered.early.get(i)) else {
             continue;
         };
-        let value = match mk.role {
-            Role::Enter => encoding::enter(id),
-            Role::Exit => EXIT_VALUE,
-            Role::ExitEnter => encoding::exit_enter(id),
-            Role::Point => encoding::point(id),
-        };
-        let mut records = vec![Record::Const(value)];
+        let mut records = vec![Record::Const(plan::early_marker_value(mk.role, id))];
         if mk.inst.num_args() > 0 {
             // A data marker: its payload follows the header.
             records.push(Record::Payload(mk.inst.arg(0)));
@@ -182,191 +252,71 @@ pub fn run(m: Module, settings: &Settings) -> Result<(), String> {
         placements.push(Placement::replacing(mk.function, mk.inst, records));
     }
     for f in m.functions() {
-        if f.is_declaration() {
-            continue;
-        }
-        if let Some(b) = barrier_ids {
+        let wants = own_markers(settings, f);
+        if let (true, Some(b)) = (wants.barriers, numbered.barriers) {
             barriers::placements(f, b, &mut placements);
         }
-        if let (Some(cfg), Some(mids)) = (settings.instrument_memory, memory_ids) {
-            if !early::is_library_function(f) {
-                memory::placements(m, f, cfg, mids, &mut placements);
-            }
+        if let (true, Some(cfg), Some(mids)) =
+            (wants.memory, settings.instrument_memory, numbered.memory)
+        {
+            memory::placements(m, f, cfg, mids, &mut placements);
         }
     }
+    placements
+}
 
-    let emitter = Emitter::new(m, settings);
-    let mut scopes = ScopeChecks::new(settings.scope);
-    for p in &placements {
+fn place_all(
+    m: Module,
+    emitter: &Emitter,
+    scopes: &mut ScopeChecks,
+    placements: &[Placement],
+) -> Result<(), String> {
+    for p in placements {
         let target = target_of(p.function)?;
-        place_marker(
-            m,
-            &emitter,
-            &mut scopes,
-            p.function,
-            &target,
-            p.at,
-            &p.records,
-        );
+        place_marker(m, emitter, scopes, p.function, &target, p.at, &p.records);
     }
-    for mk in &markers {
+    Ok(())
+}
+
+fn erase_early_markers(markers: &[EarlyMarker]) {
+    for mk in markers {
         // SAFETY: nothing uses this handle (or a name borrowed from it) after this.
         unsafe { mk.inst.erase() };
     }
-    numeric::wrap_numeric_markers(m, &emitter, &mut scopes)?;
-    named::resolve(&emitter, &mut ids, &mut scopes, named_calls)?;
-    if !late_only {
-        for f in m
-            .functions()
-            .into_iter()
-            .filter(|f| traces_addresses(settings, *f))
-        {
-            let traces = address::number(m, &mut ids, settings.trace_addresses, f, target_of(f)?);
+}
+
+/// After the early phase, address traces are numbered as they are written, after every other ID.
+fn number_address_traces(
+    m: Module,
+    settings: &Settings,
+    ids: &mut FinalIds,
+    address_traces: &mut Vec<FunctionTraces>,
+) -> Result<(), String> {
+    for f in m.functions() {
+        if own_markers(settings, f).addresses {
+            let traces = address::number(m, ids, settings.trace_addresses, f, target_of(f)?);
             address_traces.push(traces);
         }
     }
-    for traces in &address_traces {
-        address::emit(m, &emitter, &mut scopes, traces);
-    }
+    Ok(())
+}
+
+fn drop_repeated_waits(m: Module, emitter: &Emitter, scopes: &ScopeChecks) {
     for f in m.functions() {
         // A function the pass placed nothing in may have no known target: nothing to drop.
         if let (false, Ok(target)) = (f.is_declaration(), target_of(f)) {
             emitter.drop_repeated_waits(f, &target, scopes.cached(f));
         }
     }
-    // The M: row, when the module's target packs the shader clock into headers.
+}
+
+/// The funcmap, with the `M:` row when the module's target packs the shader clock into headers.
+fn write_funcmap(m: Module, settings: &Settings, emitter: &Emitter, ids: &FinalIds) {
     let packing_target = m
         .functions()
         .into_iter()
         .filter(|f| !f.is_declaration())
         .find_map(|f| target_of(f).ok())
         .is_some_and(|t| emitter.packing(&t));
-    let layout = packing_target.then_some(sqtt_markers::ClockLayout {
-        shader_clock_bits: settings.shader_clock_bits,
-        shader_clock_shift: settings.shader_clock_shift,
-    });
-    funcmap_emit::emit(m, &ids, layout);
-    named::drop_unused_sentinels(m);
-    Ok(())
-}
-
-/// The IDs the placements need: the early markers' (functions, named markers resolved early), by
-/// identity, and those of the barrier and memory points.
-struct SystemAndEarlyIds {
-    early: HashMap<Identity, u32>,
-    barriers: Option<BarrierIds>,
-    memory: Option<MemoryIds>,
-}
-
-/// Compaction by emission count: the final IDs of the early functions and named markers that
-/// survived the threshold, the most frequent first (ties by the order the early phase recorded
-/// them), from 1.
-fn compact(
-    entries: &[ledger::EarlyEntry],
-    below: &[u64],
-    markers: &[EarlyMarker],
-    identity: &dyn Fn(u64) -> Option<Identity>,
-    ids: &mut FinalIds,
-) -> HashMap<Identity, u32> {
-    let by_key: HashMap<u64, &ledger::EarlyEntry> = entries.iter().map(|e| (e.key, e)).collect();
-    let mut counts: HashMap<Identity, (usize, u64)> = HashMap::new();
-    for e in entries {
-        if e.kind != EarlyKind::Function || !below.contains(&e.key) {
-            let slot = counts.entry((e.kind, e.name.clone())).or_insert((0, e.key));
-            slot.1 = slot.1.min(e.key);
-        }
-    }
-    for mk in markers {
-        if mk.role.emits_id() {
-            if let Some(slot) = identity(mk.key).and_then(|id| counts.get_mut(&id)) {
-                slot.0 += 1;
-            }
-        }
-    }
-    // A function above the threshold keeps its row even when none of its markers is left (its
-    // code was optimised away): an ID after every emitted one, as AMD's pass gives it, so that
-    // the two funcmaps agree row for row.
-    let mut order: Vec<(Identity, usize, u64)> = counts
-        .into_iter()
-        .map(|(id, (count, first))| (id, count, first))
-        .collect();
-    order.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
-    let mut final_id: HashMap<Identity, u32> = HashMap::new();
-    // The funcmap lists early-resolved names in ledger order, as AMD's pass does.
-    let rank = |key: &u64| {
-        entries
-            .iter()
-            .position(|e| e.key == *key)
-            .unwrap_or(usize::MAX)
-    };
-    for ((kind, name), _, first) in &order {
-        let id = match kind {
-            EarlyKind::Function => {
-                let loc = by_key.get(first).and_then(|e| e.source_loc.clone());
-                ids.function(name, loc)
-            }
-            EarlyKind::Scope => ids.named_early(ledger::NamedKind::Scope, name, rank(first)),
-            EarlyKind::Point => ids.named_early(ledger::NamedKind::Point, name, rank(first)),
-            EarlyKind::Data => ids.named_early(ledger::NamedKind::Data, name, rank(first)),
-        };
-        final_id.insert((*kind, name.clone()), id);
-    }
-    final_id
-}
-
-/// Whether a function's memory operations get address traces (not the device libraries').
-fn traces_addresses(settings: &Settings, f: Value) -> bool {
-    settings.trace_addresses.is_on() && !f.is_declaration() && !early::is_library_function(f)
-}
-
-/// The barrier IDs, then the memory IDs, of the settings that ask for them.
-fn system_ids(settings: &Settings, ids: &mut FinalIds) -> (Option<BarrierIds>, Option<MemoryIds>) {
-    let barrier_ids = settings.instrument_barriers.then(|| BarrierIds {
-        signal: ids.system_point("barrier_signal", None, 0),
-        wait: ids.system_point("barrier_wait", None, 0),
-        barrier: ids.system_point("barrier", None, 0),
-    });
-    let memory_ids = settings.instrument_memory.map(|_| MemoryIds {
-        load: ids.system_point("vmem_load", None, 0),
-        store: ids.system_point("vmem_store", None, 0),
-    });
-    (barrier_ids, memory_ids)
-}
-
-/// The IDs when only the late phase runs (-O0), in the order of AMD's pass there: the barrier and
-/// memory IDs first, then function by function in module order the function's named markers as
-/// met, its address traces in code order, and its own ID when it is above the threshold
-/// (`kept`). Address traces are numbered into `address_traces`, to be written later.
-fn number_late_only(
-    m: Module,
-    settings: &Settings,
-    ids: &mut FinalIds,
-    named_calls: &named::Collected,
-    kept: &[&ledger::EarlyEntry],
-    address_traces: &mut Vec<address::FunctionTraces>,
-) -> Result<SystemAndEarlyIds, String> {
-    let (barriers, memory) = system_ids(settings, ids);
-    let mut final_id: HashMap<Identity, u32> = HashMap::new();
-    for f in m.functions() {
-        if f.is_declaration() {
-            continue;
-        }
-        named_calls.number_function(f, ids, settings)?;
-        if traces_addresses(settings, f) {
-            let traces = address::number(m, ids, settings.trace_addresses, f, target_of(f)?);
-            address_traces.push(traces);
-        }
-        let name = f.name();
-        if let Some(e) = kept.iter().find(|e| e.name == name) {
-            final_id.insert(
-                (EarlyKind::Function, name.clone()),
-                ids.function(&name, e.source_loc.clone()),
-            );
-        }
-    }
-    Ok(SystemAndEarlyIds {
-        early: final_id,
-        barriers,
-        memory,
-    })
+    funcmap_emit::emit(m, ids, plan::clock_layout(settings, packing_target));
 }

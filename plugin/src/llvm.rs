@@ -66,6 +66,20 @@ pub enum MdItem {
 /// LLVM's calling convention number of AMDGPU kernels.
 const AMDGPU_KERNEL_CC: c_uint = 91;
 
+/// The handles of an LLVM-C list: `first`, then `next` of each, until null.
+///
+/// # Safety
+/// `first` must be null or a live handle, and the list must not change during the call.
+unsafe fn walk<H>(first: *mut H, next: unsafe extern "C" fn(*mut H) -> *mut H) -> Vec<*mut H> {
+    let mut out = Vec::new();
+    let mut cur = first;
+    while !cur.is_null() {
+        out.push(cur);
+        cur = next(cur);
+    }
+    out
+}
+
 fn cstr(s: &str) -> CString {
     CString::new(s.replace('\0', " ")).expect("no interior NUL")
 }
@@ -118,13 +132,9 @@ impl Module {
     }
 
     pub fn functions(self) -> Vec<Value> {
-        let mut out = Vec::new();
-        let mut f = unsafe { LLVMGetFirstFunction(self.0) };
-        while !f.is_null() {
-            out.push(Value(f));
-            f = unsafe { LLVMGetNextFunction(f) };
-        }
-        out
+        // SAFETY: a live module's function list.
+        let list = unsafe { walk(LLVMGetFirstFunction(self.0), LLVMGetNextFunction) };
+        list.into_iter().map(Value).collect()
     }
 
     pub fn function(self, name: &str) -> Option<Value> {
@@ -383,13 +393,9 @@ impl Value {
     }
 
     pub fn blocks(self) -> Vec<Block> {
-        let mut out = Vec::new();
-        let mut b = unsafe { LLVMGetFirstBasicBlock(self.0) };
-        while !b.is_null() {
-            out.push(Block(b));
-            b = unsafe { LLVMGetNextBasicBlock(b) };
-        }
-        out
+        // SAFETY: a live function's block list.
+        let list = unsafe { walk(LLVMGetFirstBasicBlock(self.0), LLVMGetNextBasicBlock) };
+        list.into_iter().map(Block).collect()
     }
 
     pub fn entry_block(self) -> Option<Block> {
@@ -523,15 +529,11 @@ impl Value {
     }
 
     pub fn users(self) -> Vec<Value> {
-        let mut out = Vec::new();
-        unsafe {
-            let mut u = LLVMGetFirstUse(self.0);
-            while !u.is_null() {
-                out.push(Value(LLVMGetUser(u)));
-                u = LLVMGetNextUse(u);
-            }
-        }
-        out
+        // SAFETY: a live value's use list; each use names a live user.
+        let uses = unsafe { walk(LLVMGetFirstUse(self.0), LLVMGetNextUse) };
+        uses.into_iter()
+            .map(|u| Value(unsafe { LLVMGetUser(u) }))
+            .collect()
     }
 
     /// An instruction's metadata attachment read as integers and strings.
@@ -777,13 +779,9 @@ impl Value {
 
 impl Block {
     pub fn instructions(self) -> Vec<Value> {
-        let mut out = Vec::new();
-        let mut i = unsafe { LLVMGetFirstInstruction(self.0) };
-        while !i.is_null() {
-            out.push(Value(i));
-            i = unsafe { LLVMGetNextInstruction(i) };
-        }
-        out
+        // SAFETY: a live block's instruction list.
+        let list = unsafe { walk(LLVMGetFirstInstruction(self.0), LLVMGetNextInstruction) };
+        list.into_iter().map(Value).collect()
     }
 
     pub fn terminator(self) -> Option<Value> {

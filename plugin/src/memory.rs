@@ -9,8 +9,8 @@ use sqtt_config::MemoryGrouping;
 use sqtt_markers::encoding;
 
 use crate::emit::Record;
-use crate::late::Placement;
 use crate::llvm::{Module, Value};
+use crate::place::Placement;
 use crate::target::addrspace;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,11 +79,38 @@ pub fn classify(i: Value) -> Option<MemKind> {
     None
 }
 
-struct Group {
-    kind: MemKind,
-    last: Value,
-    count: u32,
-    last_index: usize,
+/// Where a block's memory markers go: after which of its counted instructions (`ops`, the
+/// kind of each, `None` for one that is no memory operation; debug intrinsics and the pass's own
+/// instructions are not counted), and of which kind. Operations of one kind form groups of up
+/// to `ops_per_marker` with gaps of at most `max_gap` instructions; a change of kind ends a
+/// group, and so does the end of the block.
+pub fn group_ends(ops: &[Option<MemKind>], cfg: MemoryGrouping) -> Vec<(usize, MemKind)> {
+    // The open group: its kind, how many operations it has, and where its last one is.
+    let mut group: Option<(MemKind, u32, usize)> = None;
+    let mut ends = Vec::new();
+    for (index, kind) in ops.iter().enumerate() {
+        let Some(kind) = *kind else { continue };
+        match group.as_mut() {
+            Some((k, count, last)) if *k == kind && index - *last - 1 <= cfg.max_gap as usize => {
+                *count += 1;
+                *last = index;
+            }
+            _ => {
+                if let Some((k, _, last)) = group.take() {
+                    ends.push((last, k));
+                }
+                group = Some((kind, 1, index));
+            }
+        }
+        if let Some((k, count, last)) = group {
+            if count == cfg.ops_per_marker {
+                ends.push((last, k));
+                group = None;
+            }
+        }
+    }
+    ends.extend(group.map(|(k, _, last)| (last, k)));
+    ends
 }
 
 pub fn placements(
@@ -101,47 +128,79 @@ pub fn placements(
         vec![Record::Const(encoding::point(id))]
     };
     for bb in f.blocks() {
-        let mut group: Option<Group> = None;
-        let mut index = 0usize;
-        for i in bb.instructions() {
-            // Debug intrinsics and the pass's own markers do not count toward gaps.
-            if crate::is_sqtt_instruction(m, i)
-                || i.called_function()
-                    .is_some_and(|c| c.name_ref().starts_with("llvm.dbg."))
-            {
-                continue;
-            }
-            index += 1;
-            let Some(kind) = classify(i) else { continue };
-            let joins = group.as_ref().is_some_and(|g| {
-                g.kind == kind && index - g.last_index - 1 <= cfg.max_gap as usize
-            });
-            if joins {
-                let g = group.as_mut().expect("group");
-                g.count += 1;
-                g.last = i;
-                g.last_index = index;
-            } else {
-                if let Some(g) = group.take() {
-                    out.push(Placement::after(f, g.last, marker(g.kind)));
-                }
-                group = Some(Group {
-                    kind,
-                    last: i,
-                    count: 1,
-                    last_index: index,
-                });
-            }
-            if group
-                .as_ref()
-                .is_some_and(|g| g.count == cfg.ops_per_marker)
-            {
-                let g = group.take().expect("group");
-                out.push(Placement::after(f, g.last, marker(g.kind)));
-            }
+        // Debug intrinsics and the pass's own markers do not count toward gaps.
+        let counted: Vec<Value> = bb
+            .instructions()
+            .into_iter()
+            .filter(|i| {
+                !crate::tags::is_sqtt_instruction(m, *i)
+                    && !i
+                        .called_function()
+                        .is_some_and(|c| c.name_ref().starts_with("llvm.dbg."))
+            })
+            .collect();
+        let kinds: Vec<Option<MemKind>> = counted.iter().map(|i| classify(*i)).collect();
+        for (at, kind) in group_ends(&kinds, cfg) {
+            out.push(Placement::after(f, counted[at], marker(kind)));
         }
-        if let Some(g) = group.take() {
-            out.push(Placement::after(f, g.last, marker(g.kind)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const L: Option<MemKind> = Some(MemKind::Load);
+    const S: Option<MemKind> = Some(MemKind::Store);
+    const X: Option<MemKind> = None;
+
+    fn grouping(ops_per_marker: u32, max_gap: u32) -> MemoryGrouping {
+        MemoryGrouping {
+            ops_per_marker,
+            max_gap,
         }
+    }
+
+    /// A group closes at N operations; what is left closes at the end of the block.
+    #[test]
+    fn a_group_closes_at_n_operations() {
+        assert_eq!(
+            group_ends(&[L, L, L], grouping(2, 5)),
+            [(1, MemKind::Load), (2, MemKind::Load)]
+        );
+        assert_eq!(
+            group_ends(&[S, X, S], grouping(1, 5)),
+            [(0, MemKind::Store), (2, MemKind::Store)]
+        );
+    }
+
+    /// A gap of M instructions joins; one more ends the group.
+    #[test]
+    fn a_gap_of_more_than_m_ends_a_group() {
+        assert_eq!(group_ends(&[L, X, L], grouping(4, 1)), [(2, MemKind::Load)]);
+        assert_eq!(
+            group_ends(&[L, X, X, L], grouping(4, 1)),
+            [(0, MemKind::Load), (3, MemKind::Load)]
+        );
+        assert_eq!(
+            group_ends(&[L, L, X, L], grouping(8, 0)),
+            [(1, MemKind::Load), (3, MemKind::Load)]
+        );
+    }
+
+    /// A load after stores (or the other way) starts a new group, whatever the gap.
+    #[test]
+    fn a_change_of_kind_ends_a_group() {
+        assert_eq!(
+            group_ends(&[L, S, S, L], grouping(4, 5)),
+            [(0, MemKind::Load), (2, MemKind::Store), (3, MemKind::Load)]
+        );
+    }
+
+    /// No memory operation, no marker.
+    #[test]
+    fn no_operations_no_markers() {
+        assert!(group_ends(&[X, X, X], grouping(1, 0)).is_empty());
+        assert!(group_ends(&[], grouping(1, 0)).is_empty());
     }
 }

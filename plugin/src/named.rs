@@ -12,8 +12,8 @@ use sqtt_config::Settings;
 use crate::emit::{Emitter, Record};
 use crate::ledger::{FinalIds, NamedKind};
 use crate::llvm::{Module, Value};
+use crate::place::{place_marker, target_of, At};
 use crate::scope::ScopeChecks;
-use crate::target::Target;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sentinel {
@@ -100,7 +100,7 @@ pub fn resolve_name(arg: Value) -> Option<String> {
 /// Instructions that may stand between an exit and an enter that are still "adjacent": debug
 /// intrinsics, and side-effect-free work or stores into allocas (what an unoptimised wrapper
 /// does to pass the name).
-fn is_transparent(i: Value) -> bool {
+pub fn is_transparent(i: Value) -> bool {
     if let Some(f) = i.called_function() {
         let n = f.name_ref();
         return n.starts_with("llvm.dbg.") || n.starts_with("llvm.lifetime.");
@@ -109,11 +109,6 @@ fn is_transparent(i: Value) -> bool {
         return i.operand(1).strip_pointer_casts().is_alloca();
     }
     !i.may_have_side_effects()
-}
-
-/// [`is_transparent`] for the other instrumentation modules.
-pub fn is_transparent_pub(i: Value) -> bool {
-    is_transparent(i)
 }
 
 /// The barrier intrinsics the pass knows.
@@ -175,21 +170,6 @@ pub fn collect(m: Module, f: Value) -> Result<Vec<Vec<Call>>, String> {
         }
     }
     Ok(blocks)
-}
-
-/// Whether only transparent instructions lie between two instructions of one block.
-pub fn adjacent(first: Value, second: Value) -> bool {
-    let mut cur = first.next();
-    while let Some(i) = cur {
-        if i == second {
-            return true;
-        }
-        if !is_transparent(i) {
-            return false;
-        }
-        cur = i.next();
-    }
-    false
 }
 
 /// Whether an exit and the enter after it are directly adjacent, and so fuse into one
@@ -415,106 +395,4 @@ pub fn resolve(
         }
     }
     Ok(())
-}
-
-/// Where a marker goes: before an instruction that stays, or in the place of one the caller
-/// erases afterwards (a sentinel call, a bare early marker, a markers.hpp record).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum At {
-    Before(Value),
-    /// Directly after an instruction (never a terminator): before whatever follows it when the
-    /// marker is placed, so markers placed earlier before that next instruction come after it.
-    After(Value),
-    Replacing(Value),
-}
-
-impl At {
-    pub fn inst(self) -> Value {
-        match self {
-            At::Before(v) | At::Replacing(v) => v,
-            At::After(v) => v
-                .next()
-                .expect("an instruction followed by its block's terminator"),
-        }
-    }
-}
-
-/// Emits a marker at `at`, behind the function's scope check when filtering is on (in the
-/// marker's own asm, [`Emitter::marker`]). Its sched_barriers keep it in place, also right
-/// before a workgroup sync.
-pub fn place_marker(
-    m: Module,
-    emitter: &Emitter,
-    scopes: &mut ScopeChecks,
-    f: Value,
-    target: &Target,
-    at: At,
-    records: &[Record],
-) {
-    // A marker after an instruction is attributed to it (the memory operation it times).
-    let loc = match at {
-        At::After(v) => v.debug_loc(),
-        _ => at.inst().debug_loc(),
-    };
-    let in_scope = scopes.in_scope_word(m, f, target);
-    let at = at.inst();
-    let b = m.builder();
-    b.position_before(at);
-    b.set_debug_loc(loc);
-    emitter.marker(&b, at, target, records, in_scope);
-}
-
-thread_local! {
-    static TARGETS: std::cell::RefCell<std::collections::HashMap<Value, Target>> = Default::default();
-}
-
-/// The target of a function from its `target-cpu` attribute; functions without one (linked in
-/// from the device libraries) take the module's. Cached for one run of the pass.
-pub fn target_of(f: Value) -> Result<Target, String> {
-    if let Some(t) = TARGETS.with(|c| c.borrow().get(&f).cloned()) {
-        return Ok(t);
-    }
-    let t = target_of_uncached(f)?;
-    TARGETS.with(|c| c.borrow_mut().insert(f, t.clone()));
-    Ok(t)
-}
-
-/// Forgets the cached targets: a finished module's functions may be freed and their addresses
-/// reused.
-pub fn clear_target_cache() {
-    TARGETS.with(|c| c.borrow_mut().clear());
-}
-
-fn target_of_uncached(f: Value) -> Result<Target, String> {
-    let cpu = f
-        .string_attribute("target-cpu")
-        .or_else(|| module_target_cpu(f))
-        .unwrap_or_default();
-    let features = f
-        .string_attribute("target-features")
-        .or_else(|| module_function_with_cpu(f).and_then(|g| g.string_attribute("target-features")))
-        .unwrap_or_default();
-    Target::from_cpu(&cpu, &features).ok_or_else(|| {
-        format!(
-            "sqtt: function {} has target-cpu {cpu:?}, which the sqtt plugin does not know \
-             (expected a gfx9, gfx10, gfx11 or gfx12 processor such as gfx90a or gfx1100)",
-            f.name()
-        )
-    })
-}
-
-/// The first function of `f`'s module that names its target.
-fn module_function_with_cpu(f: Value) -> Option<Value> {
-    let mut cur = f.first_function_of_module();
-    while let Some(g) = cur {
-        if g.string_attribute("target-cpu").is_some() {
-            return Some(g);
-        }
-        cur = g.next_function();
-    }
-    None
-}
-
-fn module_target_cpu(f: Value) -> Option<String> {
-    module_function_with_cpu(f)?.string_attribute("target-cpu")
 }

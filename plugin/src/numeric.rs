@@ -3,7 +3,7 @@
 //! plugin; with it they get the same treatment as named ones: the SQTT_MEM_BARRIER boundary, the
 //! scope check, and `s_ttracedata_imm` for small constant values on gfx10+.
 //!
-//! A header's record ([`header_record_value`]) is one of:
+//! A header's record ([`crate::tags::header_record_value`]) is one of:
 //! - the asm statement of sqtt_m0_record.h ([`sqtt_markers::HEADER_RECORD_ASM`]), which AMD's
 //!   later header writes too;
 //! - markers.hpp's earlier asm with M0 as an input ([`sqtt_markers::LEGACY_HEADER_RECORD_ASM`]);
@@ -13,35 +13,9 @@
 
 use crate::emit::{Emitter, Record};
 use crate::llvm::{Module, Value};
-use crate::named::{place_marker, target_of, At};
+use crate::place::{place_marker, target_of, At};
 use crate::scope::ScopeChecks;
-
-/// The intrinsics of the two trace instructions (LLVM 19+; an older LLVM keeps a call of either
-/// as an unknown intrinsic, which the plugin replaces before code generation).
-const TTRACEDATA: &str = "llvm.amdgcn.s.ttracedata";
-const TTRACEDATA_IMM: &str = "llvm.amdgcn.s.ttracedata.imm";
-
-/// The value a header's record writes, if `i` is one. The plugin's own records can take these
-/// forms too: callers leave out what [`Emitter::is_plugin_marker`] says the plugin made.
-pub fn header_record_value(i: Value) -> Option<Value> {
-    let value = match i.called_inline_asm() {
-        Some(text) => match (text, i.num_args()) {
-            (sqtt_markers::HEADER_RECORD_ASM, 2) | (sqtt_markers::LEGACY_HEADER_RECORD_ASM, 1) => {
-                i.arg(0)
-            }
-            _ => return None,
-        },
-        None => match i.called_function()?.name_ref() {
-            TTRACEDATA | TTRACEDATA_IMM if i.num_args() == 1 => i.arg(0),
-            _ => return None,
-        },
-    };
-    // A non-constant is made wave-uniform before the asm; the marker sequence does that itself.
-    let readfirstlane = value
-        .called_function()
-        .is_some_and(|f| f.name_ref().starts_with("llvm.amdgcn.readfirstlane"));
-    Some(if readfirstlane { value.arg(0) } else { value })
-}
+use crate::tags::header_record_value;
 
 fn is_header_sched_barrier(emitter: &Emitter, i: Option<Value>) -> Option<Value> {
     let i = i?;

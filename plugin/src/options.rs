@@ -59,3 +59,8 @@ pub fn given(name: &str) -> Option<String> {
     let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
     Some(String::from_utf8_lossy(bytes).into_owned())
 }
+
+/// Whether the driver asked to leave IDs and the funcmap to the device link.
+pub(crate) fn deferred_to_link() -> bool {
+    std::env::var(sqtt_config::var::DEFER_TO_LINK).is_ok_and(|v| v == "1")
+}

@@ -21,7 +21,7 @@ use crate::llvm::Value;
 /// Removes the settled early markers of a function. Returns whether anything was removed.
 pub fn run(f: Value) -> bool {
     let m = f.parent_module();
-    let tag_kind = crate::tag_kinds(m).0;
+    let tag_kind = crate::tags::tag_kinds(m).0;
     // Placeholders of one function share one uniqued tag node: one lookup per node.
     let mut settled: HashMap<crate::compat::sys::prelude::LLVMValueRef, bool> = HashMap::new();
     let mut doomed: Vec<Value> = Vec::new();

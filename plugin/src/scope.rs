@@ -10,7 +10,7 @@
 //! markers add no basic blocks: every block is one more SelectionDAG and more work for the
 //! divergence analyses, and the branch around each run of markers in the CFG made the scope
 //! filter cost a tenth of the compile time of a large file. A marker placed where only what
-//! markers leave behind ([`is_marker_leftover`]) separates it from the previous marker's checked
+//! markers leave behind ([`crate::tags::is_marker_leftover`]) separates it from the previous marker's checked
 //! records joins that asm: one check for the run, as upstream's pass coalesces adjacent markers. Address traces
 //! ([`crate::address`]), whose lane loops are CFG, keep a branch around their region
 //! ([`guard_before`]) on the `i1` form of the value.
@@ -18,8 +18,6 @@
 use std::collections::HashMap;
 
 use sqtt_config::Scope;
-
-use sqtt_markers::sentinel;
 
 use crate::compat;
 use crate::llvm::{insert_block_after, Builder, Module, Value};
@@ -110,23 +108,6 @@ impl ScopeChecks {
         self.words.insert(function, v);
         v
     }
-}
-
-/// What a marker leaves in the code besides its records, and so may stand between two markers
-/// that share one scope check: the plugin's own instructions (a sync pin, an early marker not yet
-/// replaced), sentinel calls and header records about to be replaced, debug and lifetime
-/// intrinsics. None of them defines a value a later marker could read.
-pub fn is_marker_leftover(m: Module, i: Value) -> bool {
-    if crate::is_sqtt_instruction(m, i) {
-        return true;
-    }
-    if let Some(f) = i.called_function() {
-        let n = f.name_ref();
-        return sentinel::ALL.contains(&n)
-            || n.starts_with("llvm.dbg.")
-            || n.starts_with("llvm.lifetime.");
-    }
-    crate::numeric::header_record_value(i).is_some() && !i.has_uses()
 }
 
 /// Splits the block before `at` and returns a builder positioned in a new `sqtt.trace` block

@@ -167,3 +167,126 @@ fn the_table_is_read() {
         ]
     );
 }
+
+/// The plugin's modules in the order the "## The plugin" listing gives them (`lib.rs` ->
+/// `lib`, `registration/` -> `registration`; the C++ shim is not a module).
+fn plugin_listing(text: &str) -> Vec<String> {
+    let section = text
+        .split("\n## The plugin")
+        .nth(1)
+        .expect("docs/architecture.md has a section \"## The plugin\"");
+    let block = section
+        .split("```\nplugin/src/\n")
+        .nth(1)
+        .expect("the plugin section lists plugin/src/ in a code block");
+    let block = block.split("```").next().unwrap();
+    block
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| !name.starts_with("shim/"))
+        .map(|name| {
+            name.trim_end_matches('/')
+                .trim_end_matches(".rs")
+                .to_string()
+        })
+        .collect()
+}
+
+/// The modules a plugin source file calls (`crate::name`, `crate::{a, b}`), leaving out its
+/// tests and comments.
+fn crate_references(source: &str) -> BTreeSet<String> {
+    let code = source.split("#[cfg(test)]").next().unwrap();
+    let mut out = BTreeSet::new();
+    for line in code.lines().map(str::trim).filter(|l| !l.starts_with("//")) {
+        for (i, _) in line.match_indices("crate::") {
+            let rest = &line[i + "crate::".len()..];
+            let names: Vec<&str> = match rest.strip_prefix('{') {
+                Some(group) => group.split('}').next().unwrap().split(',').collect(),
+                None => vec![rest],
+            };
+            for n in names {
+                let n: String = n
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !n.is_empty() {
+                    out.insert(n);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The plugin's listing in docs/architecture.md is its call order: every module is listed once,
+/// and a module calls only modules listed below it (so no module calls back up into `lib.rs`,
+/// the pipeline or the late phase for a helper, and the modules have no cycle).
+#[test]
+fn the_plugin_modules_call_only_down() {
+    let text = std::fs::read_to_string(repo_root().join("docs/architecture.md")).unwrap();
+    let listing = plugin_listing(&text);
+    let src = repo_root().join("plugin/src");
+    let mut problems = Vec::new();
+    let mut files: Vec<(String, std::path::PathBuf)> = Vec::new();
+    for e in std::fs::read_dir(&src).unwrap().flatten() {
+        let p = e.path();
+        let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+        if p.is_dir() {
+            for f in std::fs::read_dir(&p).unwrap().flatten() {
+                files.push((name.clone(), f.path()));
+            }
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            files.push((name, p));
+        }
+    }
+    let modules: BTreeSet<&str> = files.iter().map(|(m, _)| m.as_str()).collect();
+    for m in &modules {
+        match listing.iter().filter(|l| l == m).count() {
+            1 => {}
+            n => problems.push(format!("{m}: listed {n} times (once expected)")),
+        }
+    }
+    let place = |m: &str| listing.iter().position(|l| l == m);
+    for (module, path) in &files {
+        let source = std::fs::read_to_string(path).unwrap();
+        for callee in crate_references(&source) {
+            if callee == *module {
+                continue;
+            }
+            match (place(module), place(&callee)) {
+                (Some(a), Some(b)) if b > a => {}
+                (Some(_), Some(_)) => problems.push(format!(
+                    "{}: calls {callee}, which is listed above it",
+                    path.strip_prefix(&src).unwrap().display()
+                )),
+                _ => problems.push(format!(
+                    "{}: calls crate::{callee}, which is no module of the listing",
+                    path.strip_prefix(&src).unwrap().display()
+                )),
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "docs/architecture.md's plugin listing and plugin/src disagree:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The readers behind the test above see what is there.
+#[test]
+fn the_plugin_listing_and_calls_are_read() {
+    let listing = plugin_listing(
+        "# A\n## The plugin\n\ntext\n\n```\nplugin/src/\n  lib.rs   a\n  registration/  b\n\
+         \x20                 more b\n  late.rs  c\n  shim/shim.cpp  d\n```\n## Next\n",
+    );
+    assert_eq!(listing, ["lib", "registration", "late"]);
+    let calls = crate_references(
+        "use crate::tags::is_sqtt_instruction;\nuse crate::{early, late};\n\
+         // crate::commented\nlet x = crate::size::above(1, t);\n#[cfg(test)]\nuse crate::plan;\n",
+    );
+    let calls: Vec<&str> = calls.iter().map(String::as_str).collect();
+    assert_eq!(calls, ["early", "late", "size", "tags"]);
+}

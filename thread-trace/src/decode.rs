@@ -1,57 +1,141 @@
 //! Decoders of the trace streams: RDNA 3 (layout 3) and RDNA 4 (layout 4) nibble packets, and
 //! the CDNA (GFX9) 16-bit token stream. They walk whole packets only, keep the trace's time, and
-//! report wave starts and ends and realtime markers to a [`Sink`]. They never allocate per
-//! packet and never panic, whatever the bytes.
+//! report wave starts and ends, realtime markers and shader-data records (`s_ttracedata`) to a
+//! [`Sink`]. They never allocate per packet and never panic, whatever the bytes; a stream that
+//! stops making sense (a packet of no known type, a wave slot no GPU has) or ends inside a packet
+//! stops the walk, and the [`Summary`] says where and why ([`Stop`]).
+//!
+//! What a stream means is AMD's rocprof-trace-decoder's reading of it: the packet sizes, the
+//! time-delta fields and the fields of wave and shader-data packets below are its tables (its MIT
+//! source, v0.1.7 and later, in ROCm/rocm-systems `projects/rocprof-trace-decoder/source`), and
+//! every one was checked against its v0.1.6 library on synthetic streams. docs/format.md has the
+//! tables, the record fields and where the two versions of AMD's decoder differ.
 //!
 //! # RDNA packets
-//! A packet is 1 to 18 nibbles, least significant first; its type is found from its low 8 bits
-//! by matching each type's code against them most specific first (the table below, from
-//! tinygrad's reading of AMD's decoder, `tinygrad/renderer/amd/sqtt.py`, checked here against
-//! the real captures: every capture decodes to its end in whole packets). Every packet but NOP
-//! and the layout header carries a delta field that advances the time.
+//! A packet is 1 to 18 nibbles, least significant first; its type is found from its low 8 bits:
+//! each type's code fills the table slots whose low bits it matches, in the order of the list,
+//! later rows over earlier ones (layout 4 is layout 3's list followed by its own rows). Every
+//! packet but NOP, the layout header and a realtime TIMESTAMP carries a delta field that advances
+//! the time; the short TIME packet (`0b1000`) advances it by its 4-bit field **plus 4** (AMD's
+//! `getDelta`). A TIMESTAMP with its realtime bit clear adds its whole field; with it set it adds
+//! nothing, and is a marker of the 100 MHz GPU clock when its PL bit is clear. On layout 4 a
+//! WAVE_START_EXT is followed by 8-bit extensions for as long as the next packet's bit 0 is 1
+//! (NOPs in between included), which carry no time.
 //!
-//! # The TIME packet's +4
-//! The short time packet (`TS_DELTA_SHORT`, code `0b1000`, 8 bits, delta in bits 7:4) advances
-//! the time by its field **plus 4**. Sources disagree; this crate follows the reading that
-//! tinygrad reverse-engineered from AMD's rocprof-trace-decoder and whose instruction times its
-//! tests check against that decoder's, and it fits the format: deltas below 4 fit the delta
-//! fields of the packets themselves (2 or 3 bits), so the time packet exists for the larger
-//! ones and a field of 0..15 spans 4..19. The real captures agree: the gfx1201 ones hold runs of
-//! TIME packets whose field is 0 (31 of them between two markers of `gemm_run_0/kern0_se0`),
-//! which would advance nothing and have no reason to exist if the field were the whole delta;
-//! with the +4 that interval comes to 257 cycles, next to the 256-cycle marker intervals of the
-//! same trace. The encoder in [`crate::synth`] writes it so.
+//! A stream of 1 MiB or more is walked in two halves at once (`rdna_halves`): each packet's
+//! size is a table look-up on the previous packet's bytes, a chain no faster than the look-up, so
+//! two independent chains keep more of the CPU busy; the second half's events wait until the
+//! first walk lands on one of its packets, and are then the same as one walk's.
 //!
 //! # CDNA tokens
-//! 16-bit words, the type in bits 3:0, sizes by type (gc_9_4_3 `SQ_THREAD_TRACE_WORD_*`):
-//! MISC carries an 8-bit delta in bits 11:4, every other token but TIMESTAMP a 1-bit delta in
-//! bit 4; a delta counts 4 cycles. A TIMESTAMP whose bits 15:4 are 0 holds an absolute time in
-//! bits 63:16: the first sets the offset between the absolute and the trace's time, the later
-//! ones set the time to `((absolute - offset) & !3) - 4` (tinygrad's rule), but never back.
+//! 16-bit words, the type in bits 3:0, sizes by type (gc_9_4_3 `SQ_THREAD_TRACE_WORD_*`). MISC
+//! carries an 8-bit delta in bits 11:4, every other token (TIMESTAMP included) a 1-bit delta in
+//! bit 4; a delta counts 4 cycles. A stream may start with the 8-byte header rocprofv3 writes
+//! (`rocprof_trace_decoder_gfx9_header_t`), which is skipped. A MISC TIME_RESET (type 1) re-anchors
+//! the time from the *next* TIMESTAMP (bits 63:16, read as AMD's 46-bit signed field), from the
+//! reset on: the first sets the offset between absolute and trace time so that the time becomes
+//! `(t - 4) & !3`, the later ones set it to `(absolute - offset) & !3` when the stamp is past the
+//! offset. That TIMESTAMP is then consumed (its delta not counted); a second TIME_RESET before
+//! any TIMESTAMP is dropped whole. Times are reported as AMD's decoder reports them, from a
+//! 46-bit signed field (a time of 2^45 cycles or more wraps). A wave start on a slot already running (compute unit, SIMD and
+//! slot, the shader array not counted) is not a new wave, and an end on a slot that is not
+//! running is none; a slot above 9 in a wave, instruction or user-data token is not a CDNA
+//! stream (AMD's decoder rejects the whole trace).
+
+use serde::Serialize;
 
 use crate::gpu::Generation;
 
 /// What a decoder reports.
 pub trait Sink {
-    /// A wave started at `time`.
+    /// A wave started at `time`. `cu` is the Rig-style compute unit of [`crate::Wave::cu`].
     fn wave_start(&mut self, _cu: u32, _simd: u32, _slot: u32, _time: u64) {}
     /// A wave ended at `time`.
     fn wave_end(&mut self, _cu: u32, _simd: u32, _slot: u32, _time: u64) {}
     /// A realtime marker: at shader time `time`, the GPU clock read `realtime`.
     fn marker(&mut self, _time: u64, _realtime: u64) {}
+    /// A shader-data record: what an `s_ttracedata` or `s_ttracedata_imm` wrote.
+    fn shader_data(&mut self, _record: ShaderData) {}
+    /// A GFX11 shader-data packet whose exec bit is set, which AMD's decoder drops (and so
+    /// does every reader here): reported apart, for tests and diagnostics.
+    fn dropped_shader_data(&mut self, _record: ShaderData) {}
 }
+
+/// A shader-data record, as AMD's decoder reports it (`rocprofiler_thread_trace_decoder_shaderdata_t`,
+/// the rows of rocprofv3's `shaderdata_*.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct ShaderData {
+    /// Shader cycles from the start of the trace, after the packet's own delta.
+    pub time: u64,
+    /// The value written: M0 (32 bits) or the immediate (8 bits).
+    pub value: u32,
+    /// AMD's compute unit: on RDNA the WGP plus the shader array shifted left by 7
+    /// (`wgp + (sa << 7)`); on GFX9 the 4-bit CU (the shader array dropped).
+    pub cu: u8,
+    pub simd: u8,
+    /// The wave slot.
+    pub wave: u8,
+    /// [`SHADER_DATA_IMM`] and [`SHADER_DATA_PRIV`].
+    pub flags: u8,
+}
+
+/// [`ShaderData::flags`]: the value came from `s_ttracedata_imm` (the short packet).
+pub const SHADER_DATA_IMM: u8 = 1;
+/// [`ShaderData::flags`]: written by privileged code (the trap handler); GFX12's `sdt` field.
+pub const SHADER_DATA_PRIV: u8 = 2;
 
 /// What a decoder saw of a stream.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Summary {
     /// Whole packets (tokens on CDNA) decoded.
     pub packets: u64,
-    /// Bytes those packets take, rounded up to a byte; what follows is a cut packet or padding.
+    /// Bytes those packets take, rounded up to a byte; what follows was not decoded.
     pub consumed: usize,
     /// The layout of the stream's header (3 on RDNA 3, 4 on RDNA 4), if it starts with one.
     pub layout: Option<u8>,
     /// The time after the last packet.
     pub time: u64,
+    /// Why the walk stopped before the end of the bytes, if it did.
+    pub stop: Option<Stop>,
+}
+
+/// Where and why a decoder stopped before the end of its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stop {
+    /// The byte holding the start of the packet that was not decoded.
+    pub offset: usize,
+    pub reason: StopReason,
+}
+
+/// Why a decoder stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The bytes end inside a packet: the trace was cut.
+    Cut,
+    /// A packet of no type of this layout: the bytes from here are no stream the decoder knows
+    /// (a corrupt trace, or one of another generation). `code` is its low byte (its first 16-bit
+    /// word on CDNA).
+    Unknown { code: u16 },
+    /// A CDNA token names wave slot `slot` (above 9, which no CDNA SIMD has).
+    BadSlot { slot: u8 },
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.reason {
+            StopReason::Cut => write!(f, "the trace ends inside a packet at byte {}", self.offset),
+            StopReason::Unknown { code } => write!(
+                f,
+                "no packet type starts with {code:#x} at byte {}: the stream is corrupt from there (or of another GPU generation)",
+                self.offset
+            ),
+            StopReason::BadSlot { slot } => write!(
+                f,
+                "a token at byte {} names wave slot {slot} (CDNA has 0 to 9): the stream is corrupt from there",
+                self.offset
+            ),
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -59,159 +143,160 @@ pub struct Summary {
 
 /// What the decoder does with a packet type beyond advancing the time.
 pub(crate) const PLAIN: u8 = 0;
-const WAVE_START: u8 = 1;
-const WAVE_END: u8 = 2;
-const TIMESTAMP: u8 = 3;
-const HEADER: u8 = 4;
+pub(crate) const WAVE_START: u8 = 1;
+pub(crate) const WAVE_START_EXT: u8 = 2;
+pub(crate) const WAVE_END: u8 = 3;
+pub(crate) const TIMESTAMP: u8 = 4;
+pub(crate) const HEADER: u8 = 5;
+pub(crate) const SHADER_DATA: u8 = 6;
+pub(crate) const SHADER_DATA_SHORT: u8 = 7;
+pub(crate) const TIME: u8 = 8;
+pub(crate) const NOP: u8 = 9;
+pub(crate) const UNKNOWN: u8 = 10;
 
-/// One packet type: its code in the low `code_bits` bits, its size, and its delta field.
-#[derive(Clone, Copy)]
+/// One packet type: its code in the low `code_bits` bits, its size in bits, its delta field
+/// (bits `delta_lo..delta_end`, none when equal), and what it is.
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Kind {
+    pub(crate) name: &'static str,
     pub(crate) code: u8,
     pub(crate) code_bits: u8,
     pub(crate) bits: u8,
     pub(crate) delta_lo: u8,
-    pub(crate) delta_width: u8,
-    pub(crate) add: u8,
+    pub(crate) delta_end: u8,
     pub(crate) special: u8,
 }
 
-const fn k(code: u8, code_bits: u8, bits: u8, delta_lo: u8, delta_hi: u8) -> Kind {
+const fn k(name: &'static str, code: u8, code_bits: u8, bits: u8, delta: (u8, u8)) -> Kind {
     Kind {
+        name,
         code,
         code_bits,
         bits,
-        delta_lo,
-        delta_width: if delta_hi >= delta_lo && delta_hi > 0 {
-            delta_hi - delta_lo + 1
-        } else {
-            0
-        },
-        add: 0,
+        delta_lo: delta.0,
+        delta_end: delta.1,
         special: PLAIN,
     }
 }
 
-const fn special(mut kind: Kind, s: u8) -> Kind {
-    kind.special = s;
+const fn sp(mut kind: Kind, special: u8) -> Kind {
+    kind.special = special;
     kind
 }
 
-/// The RDNA 3 (layout 3) packet types.
+/// The RDNA 3 (layout 3) packet types, in AMD's order (a later row's slots over an earlier's).
 pub(crate) const RDNA3: [Kind; 24] = [
-    k(0b011, 3, 12, 3, 5),      // VALU instruction
-    k(0b1111, 4, 8, 4, 5),      // VMEM exec
-    k(0b1110, 4, 8, 4, 5),      // ALU exec
-    k(0b1101, 4, 12, 4, 6),     // immediate (one wave)
-    k(0b00100, 5, 24, 5, 7),    // immediate (wave mask)
-    k(0b10100, 5, 24, 5, 7),    // wave ready
-    k(0b0100001, 7, 72, 8, 10), // new PC / long packet
-    special(k(0b10101, 5, 20, 5, 7), WAVE_END),
-    special(k(0b01100, 5, 32, 5, 6), WAVE_START),
-    k(0b11100, 5, 48, 5, 6),   // wave start ext
-    k(0b00101, 5, 20, 5, 7),   // wave alloc
-    k(0b00110, 5, 52, 5, 7),   // shader data
-    k(0b10110, 5, 28, 5, 7),   // shader data short / perf
-    k(0b0110001, 7, 48, 7, 8), // utilization counter
-    Kind {
-        add: 4,
-        ..k(0b1000, 4, 8, 4, 7)
-    }, // TIME (TS_DELTA_SHORT): field + 4
-    k(0b0000, 4, 4, 0, 0),     // NOP
-    k(0b1010001, 7, 24, 7, 15), // misc / wave state
-    k(0b01100001, 8, 24, 8, 10), // event
-    k(0b11100001, 8, 32, 8, 10), // event sync
-    k(0b1001, 4, 64, 4, 6),    // register
-    k(0b1110001, 7, 64, 7, 9), // register init / snapshot
-    special(k(0b0000001, 7, 48, 12, 47), TIMESTAMP),
-    special(k(0b0010001, 7, 64, 0, 0), HEADER),
-    k(0b010, 3, 20, 4, 6), // instruction
+    k("INST", 0b010, 3, 20, (4, 7)),
+    k("VALU_INST", 0b011, 3, 12, (3, 6)),
+    k("IMM_ONE", 0b1101, 4, 12, (4, 7)),
+    k("IMMEDIATE", 0b00100, 5, 24, (5, 8)),
+    k("WAVE_READY", 0b10100, 5, 24, (5, 8)),
+    k("NEW_PC", 0b0100001, 7, 64, (8, 11)),
+    sp(k("WAVE_START", 0b01100, 5, 32, (5, 7)), WAVE_START),
+    sp(k("WAVE_START_EXT", 0b11100, 5, 48, (5, 7)), WAVE_START),
+    k("WAVE_ALLOC", 0b00101, 5, 20, (5, 8)),
+    sp(k("WAVE_END", 0b10101, 5, 20, (5, 8)), WAVE_END),
+    sp(k("SHADER_DATA", 0b00110, 5, 52, (5, 8)), SHADER_DATA),
+    sp(
+        k("SHADER_DATA_SHORT", 0b10110, 5, 28, (5, 8)),
+        SHADER_DATA_SHORT,
+    ),
+    k("UTIL_COUNTER", 0b0110001, 7, 48, (7, 9)),
+    sp(k("TIME", 0b1000, 4, 8, (4, 8)), TIME),
+    sp(k("NOP", 0b0000, 4, 4, (0, 0)), NOP),
+    k("MISC", 0b1010001, 7, 24, (7, 16)),
+    k("EVENT", 0b01100001, 8, 24, (8, 11)),
+    k("EVENT_SYNC", 0b11100001, 8, 32, (8, 11)),
+    k("REG", 0b1001, 4, 64, (4, 7)),
+    k("REG_INIT", 0b1110001, 7, 64, (7, 10)),
+    sp(k("TIMESTAMP", 0b0000001, 7, 48, (12, 12)), TIMESTAMP),
+    sp(k("HEADER", 0b0010001, 7, 64, (0, 0)), HEADER),
+    k("VMEM_EXEC", 0b1111, 4, 8, (4, 6)),
+    k("ALU_EXEC", 0b1110, 4, 8, (4, 6)),
 ];
 
-/// The RDNA 4 (layout 4) packet types: RDNA 3's with these sizes and fields changed.
-pub(crate) const RDNA4: [Kind; 24] = {
-    let mut t = RDNA3;
-    t[9] = k(0b11100, 5, 40, 5, 6);
-    t[10] = k(0b00101, 5, 24, 5, 7);
-    t[11] = k(0b00110, 5, 56, 7, 9);
-    t[12] = k(0b10110, 5, 32, 7, 9);
-    t[21] = special(k(0b0000001, 7, 64, 12, 63), TIMESTAMP);
-    t[23] = k(0b010, 3, 20, 3, 5);
-    t
-};
+/// The rows layout 4 (RDNA 4) adds after RDNA 3's. The shader-data codes grow to 7 bits: the
+/// slots of RDNA 3's 5-bit codes they leave (`0x26`, `0x36`, `0x76`, ...) keep the RDNA 3 sizes.
+pub(crate) const RDNA4_ROWS: [Kind; 9] = [
+    k("INST", 0b010, 3, 20, (3, 6)),
+    sp(k("SHADER_DATA", 0b0000110, 7, 56, (7, 10)), SHADER_DATA),
+    sp(
+        k("SHADER_DATA_SHORT", 0b1000110, 7, 32, (7, 10)),
+        SHADER_DATA_SHORT,
+    ),
+    k("EXEC_POPCOUNT1", 0b1100110, 7, 24, (7, 10)),
+    k("EXEC_POPCOUNT3", 0b010110, 6, 48, (6, 9)),
+    k("NEW_PC", 0b0100001, 7, 72, (8, 11)),
+    sp(k("WAVE_START_EXT", 0b11100, 5, 40, (5, 7)), WAVE_START_EXT),
+    k("WAVE_ALLOC", 0b00101, 5, 24, (5, 8)),
+    sp(k("TIMESTAMP", 0b0000001, 7, 64, (12, 12)), TIMESTAMP),
+];
 
 /// What the decoder needs of a packet type, by the packet's low byte.
 #[derive(Clone, Copy)]
 pub(crate) struct Entry {
     mask: u64,
     shift: u8,
-    nibbles: u8,
     add: u8,
     special: u8,
 }
 
-/// A layout's tables: the kind of each low byte, the decoding entry of each low byte, and its
-/// size in nibbles apart (the one field the walk's chain waits for, read at the byte's own
-/// offset).
+/// A layout's tables: the kind of each low byte (its row; [`NONE`] for no type), the decoding
+/// entry of each low byte, and its size in nibbles apart (the one field the walk's chain waits
+/// for, read at the byte's own offset).
 pub(crate) struct Tables {
-    pub(crate) kind_of: [u8; 256],
+    pub(crate) kind_of: [Option<Kind>; 256],
     entry: [Entry; 256],
     nibbles: [u8; 256],
 }
 
-const fn tables(kinds: &[Kind; 24]) -> Tables {
+const fn fill(t: &mut Tables, kd: Kind) {
+    let mut b = kd.code as usize;
+    while b < 256 {
+        t.kind_of[b] = Some(kd);
+        let width = kd.delta_end - kd.delta_lo;
+        t.entry[b] = Entry {
+            mask: if width == 0 { 0 } else { (1u64 << width) - 1 },
+            shift: kd.delta_lo,
+            add: if kd.special == TIME { 4 } else { 0 },
+            // Time alone: the hot loop's work.
+            special: match kd.special {
+                HEADER | TIME | NOP => PLAIN,
+                s => s,
+            },
+        };
+        t.nibbles[b] = kd.bits / 4;
+        b += 1 << kd.code_bits;
+    }
+}
+
+const fn tables(base: &[Kind], rows: &[Kind]) -> Tables {
     let none = Entry {
         mask: 0,
         shift: 0,
-        nibbles: 1,
         add: 0,
-        special: PLAIN,
+        special: UNKNOWN,
     };
     let mut t = Tables {
-        kind_of: [0; 256],
+        kind_of: [None; 256],
         entry: [none; 256],
         nibbles: [1; 256],
     };
-    // Most specific code first: for each byte, the matching kind with the most code bits
-    // (NOP, 4 zero bits, matches only what nothing longer does).
-    let mut b = 0;
-    while b < 256 {
-        let mut best = 15usize; // NOP
-        let mut best_bits = 0u8;
-        let mut j = 0;
-        while j < kinds.len() {
-            let kd = kinds[j];
-            let m = ((1u16 << kd.code_bits) - 1) as u8;
-            if (b as u8) & m == kd.code && kd.code_bits > best_bits {
-                best = j;
-                best_bits = kd.code_bits;
-            }
-            j += 1;
-        }
-        t.kind_of[b] = best as u8;
-        let kd = kinds[best];
-        let mask = if kd.delta_width == 0 {
-            0
-        } else if kd.delta_width >= 64 {
-            u64::MAX
-        } else {
-            (1u64 << kd.delta_width) - 1
-        };
-        t.entry[b] = Entry {
-            mask,
-            shift: kd.delta_lo,
-            nibbles: kd.bits / 4,
-            add: kd.add,
-            special: kd.special,
-        };
-        t.nibbles[b] = t.entry[b].nibbles;
-        b += 1;
+    let mut i = 0;
+    while i < base.len() {
+        fill(&mut t, base[i]);
+        i += 1;
+    }
+    let mut i = 0;
+    while i < rows.len() {
+        fill(&mut t, rows[i]);
+        i += 1;
     }
     t
 }
 
-pub(crate) static TABLES3: Tables = tables(&RDNA3);
-pub(crate) static TABLES4: Tables = tables(&RDNA4);
+pub(crate) static TABLES3: Tables = tables(&RDNA3, &[]);
+pub(crate) static TABLES4: Tables = tables(&RDNA3, &RDNA4_ROWS);
 
 /// The 64 bits from nibble `p` of `data` (zeros past its end).
 #[inline]
@@ -247,37 +332,193 @@ fn window60(data: &[u8], p: usize) -> u64 {
     lo >> shift
 }
 
-/// Bits `lo..=hi` (at most 64 of them) of the packet at nibble `p`.
-#[cfg(test)]
-fn bits(data: &[u8], p: usize, lo: u32, hi: u32) -> u64 {
-    let width = hi - lo + 1;
-    let start = p as u64 * 4 + u64::from(lo);
-    let mut v = 0u64;
-    let mut got = 0;
-    while got < width {
-        let bit = start + u64::from(got);
-        let byte = data.get((bit >> 3) as usize).copied().unwrap_or(0);
-        let take = (8 - (bit & 7) as u32).min(width - got);
-        let part = (u64::from(byte) >> (bit & 7)) & ((1u64 << take) - 1);
-        v |= part << got;
-        got += take;
-    }
-    v
+/// The nibble at `p` (zero past the end).
+#[inline]
+fn nibble(data: &[u8], p: usize) -> u8 {
+    data.get(p >> 1).map_or(0, |&b| (b >> ((p & 1) * 4)) & 0xF)
 }
 
 /// The decoder's state between packets.
+#[derive(Clone, Copy)]
 struct Walk {
     p: usize,
     time: u64,
     packets: u64,
 }
 
+/// How a packet left the walk.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Past the packet, `p` moved by its size.
+    Next,
+    /// Past the packet and what followed it (a WAVE_START_EXT's extensions).
+    Moved,
+    /// Not decoded: the walk ends here.
+    Stop(StopReason),
+}
+
+/// The wave a WAVE_START or WAVE_END at `w` names, as (Rig-style cu, simd, slot): the WGP with
+/// the shader array above it (bit 3 on layout 3, bit 4 on layout 4).
+#[inline(always)]
+fn rdna_unit<const LAYOUT4: bool>(
+    w: u64,
+    sa_at: u32,
+    simd_at: u32,
+    wgp_at: u32,
+    slot_at: u32,
+) -> (u32, u32, u32) {
+    let (wgp_mask, cu_shift) = if LAYOUT4 { (0xF, 4) } else { (0x7, 3) };
+    let sa = ((w >> sa_at) & 1) as u32;
+    let simd = ((w >> simd_at) & 3) as u32;
+    let wgp = ((w >> wgp_at) & wgp_mask) as u32;
+    let slot = ((w >> slot_at) & 0x1F) as u32;
+    (wgp | (sa << cu_shift), simd, slot)
+}
+
+/// Context save and restore, which AMD's decoder reads in a WAVE_START whose count (bits 31:25)
+/// is 66 to 89: bit `count - 66` of these masks says which. A save ends the wave, a restore
+/// starts it again, any other count there is neither.
+const CONTEXT_SAVE: u32 = 0b00_0011_0011;
+const CONTEXT_RESTORE: u32 = 0b11_1100_1100;
+
+/// The packets of no plain kind: waves, time stamps, shader data, extensions, unknown codes.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn special<S: Sink, const LAYOUT4: bool>(
+    data: &[u8],
+    w: u64,
+    kind: u8,
+    p: usize,
+    n: usize,
+    total: usize,
+    st: &mut Walk,
+    sink: &mut S,
+) -> Step {
+    let time = st.time;
+    match kind {
+        WAVE_START | WAVE_START_EXT => {
+            let slot_at = if LAYOUT4 { 15 } else { 13 };
+            let (cu, simd, slot) = rdna_unit::<LAYOUT4>(w, 7, 8, 10, slot_at);
+            let count = ((w >> 25) & 0x7F) as u32;
+            if (66..90).contains(&count) {
+                let bit = 1 << (count - 66);
+                if CONTEXT_SAVE & bit != 0 {
+                    sink.wave_end(cu, simd, slot, time);
+                } else if CONTEXT_RESTORE & bit != 0 {
+                    sink.wave_start(cu, simd, slot, time);
+                }
+            } else {
+                sink.wave_start(cu, simd, slot, time);
+            }
+            if kind == WAVE_START_EXT {
+                // Layout 4: 8-bit extensions follow while the next packet's bit 0 is 1; NOPs
+                // between them keep the state.
+                let mut q = p + n;
+                loop {
+                    if q >= total {
+                        break;
+                    }
+                    let x = nibble(data, q);
+                    if x == 0 {
+                        q += 1;
+                        st.packets += 1;
+                    } else if x & 1 == 1 {
+                        if q + 2 > total {
+                            st.p = q;
+                            return Step::Stop(StopReason::Cut);
+                        }
+                        q += 2;
+                    } else {
+                        break;
+                    }
+                }
+                st.p = q;
+                return Step::Moved;
+            }
+        }
+        WAVE_END => {
+            let (cu, simd, slot) = rdna_unit::<LAYOUT4>(w, 8, 9, 11, 15);
+            sink.wave_end(cu, simd, slot, time);
+        }
+        TIMESTAMP => {
+            // The field: bits 47:12 (layout 3) or 63:12 (layout 4), which an odd nibble's
+            // window of 60 bits does not hold whole.
+            let (field, rt) = if LAYOUT4 {
+                let full = if p & 1 == 1 { window(data, p) } else { w };
+                (full >> 12, (w >> 7) & 1)
+            } else {
+                ((w >> 12) & ((1 << 36) - 1), (w >> 9) & 1)
+            };
+            let pl = (w >> 8) & 1;
+            if rt == 0 {
+                st.time = time.wrapping_add(field);
+            } else if pl == 0 {
+                sink.marker(time, field);
+            }
+        }
+        SHADER_DATA | SHADER_DATA_SHORT => {
+            let short = kind == SHADER_DATA_SHORT;
+            // Layout 4's fields, even in the slots that keep RDNA 3's sizes (AMD reads every
+            // shader-data packet of a layout-4 stream with them).
+            let record = if LAYOUT4 {
+                let sa = ((w >> 10) & 1) as u8;
+                let (value, sdt) = if short {
+                    ((w >> 22) & 0xFF, (w >> 30) & 3)
+                } else {
+                    ((w >> 22) & 0xFFFF_FFFF, (w >> 54) & 3)
+                };
+                ShaderData {
+                    time,
+                    value: value as u32,
+                    cu: ((w >> 13) & 0xF) as u8 + (sa << 7),
+                    simd: ((w >> 11) & 3) as u8,
+                    wave: ((w >> 17) & 0x1F) as u8,
+                    flags: (u8::from(short) * SHADER_DATA_IMM)
+                        | (u8::from(sdt != 0) * SHADER_DATA_PRIV),
+                }
+            } else {
+                let sa = ((w >> 8) & 1) as u8;
+                let value = if short {
+                    (w >> 20) & 0xFF
+                } else {
+                    (w >> 20) & 0xFFFF_FFFF
+                };
+                let record = ShaderData {
+                    time,
+                    value: value as u32,
+                    cu: ((w >> 11) & 7) as u8 + (sa << 7),
+                    simd: ((w >> 9) & 3) as u8,
+                    wave: ((w >> 15) & 0x1F) as u8,
+                    flags: u8::from(short) * SHADER_DATA_IMM,
+                };
+                // A record whose exec bit (14) is set is none (AMD drops it).
+                if (w >> 14) & 1 == 1 {
+                    sink.dropped_shader_data(record);
+                    st.p = p + n;
+                    return Step::Next;
+                }
+                record
+            };
+            sink.shader_data(record);
+        }
+        UNKNOWN => {
+            st.packets -= 1;
+            return Step::Stop(StopReason::Unknown {
+                code: (w & 0xFF) as u16,
+            });
+        }
+        _ => {}
+    }
+    st.p = p + n;
+    Step::Next
+}
+
 /// Decodes the packet at nibble `st.p` from `w`, the 64 bits there (the top nibble zero at an
 /// odd nibble), `idx` its low byte and `zeros` the zero nibbles it starts with (at least 1 when
-/// the low nibble is 0, and none past what `w` or the stream holds); `false` if it is cut short.
-/// `FAST`: the 18 nibbles from `st.p` are all in `data` (no packet is longer), so the packet
-/// cannot pass its end.
+/// the low nibble is 0, and none past what `w` or the stream holds). `FAST`: the 18 nibbles
+/// from `st.p` are all in `data` (no packet is longer), so the packet cannot pass its end.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn step<S: Sink, const LAYOUT4: bool, const FAST: bool>(
     data: &[u8],
     w: u64,
@@ -286,67 +527,31 @@ fn step<S: Sink, const LAYOUT4: bool, const FAST: bool>(
     total: usize,
     st: &mut Walk,
     sink: &mut S,
-) -> bool {
+) -> Step {
     let t = if LAYOUT4 { &TABLES4 } else { &TABLES3 };
-    let (wgp_field, wave_start_slot, cu_shift) = if LAYOUT4 { (0xF, 15, 4) } else { (0x7, 13, 3) };
     let p = st.p;
     let e = t.entry[idx & 0xFF];
     let nop = idx & 0xF == 0;
-    // A run of zero nibbles is NOPs, a nibble each and no time, taken in one step.
-    let n = if nop {
+    // A run of zero nibbles is NOPs, a nibble each and no time: taken in one step where the
+    // stream may end (its padding), one by one in the fast loop, whose chain from packet to
+    // packet is then the size look-up alone.
+    let n = if nop && !FAST {
         zeros
     } else {
         t.nibbles[idx & 0xFF] as usize
     };
     if !FAST && p + n > total {
-        return false;
+        return Step::Stop(StopReason::Cut);
     }
     st.time = st
         .time
         .wrapping_add(((w >> e.shift) & e.mask) + u64::from(e.add));
-    st.packets += if nop { n as u64 } else { 1 };
+    st.packets += if nop && !FAST { n as u64 } else { 1 };
     if e.special != PLAIN {
-        let time = st.time;
-        match e.special {
-            WAVE_START => {
-                let sa = ((w >> 7) & 1) as u32;
-                let simd = ((w >> 8) & 3) as u32;
-                let wgp = ((w >> 10) & wgp_field) as u32;
-                let slot = ((w >> wave_start_slot) & 0x1F) as u32;
-                sink.wave_start(wgp | (sa << cu_shift), simd, slot, time);
-            }
-            WAVE_END => {
-                let sa = ((w >> 8) & 1) as u32;
-                let simd = ((w >> 9) & 3) as u32;
-                let wgp = ((w >> 11) & wgp_field) as u32;
-                let slot = ((w >> 15) & 0x1F) as u32;
-                sink.wave_end(wgp | (sa << cu_shift), simd, slot, time);
-            }
-            TIMESTAMP => {
-                // The time took the field as a delta, which a marker (realtime bit set, PL
-                // clear) is not; the whole 64 bits of a layout-4 packet at an odd nibble are
-                // read again.
-                let mut value = (w >> e.shift) & e.mask;
-                if LAYOUT4 && p & 1 == 1 {
-                    let full = (window(data, p) >> e.shift) & e.mask;
-                    st.time = st.time.wrapping_add(full.wrapping_sub(value));
-                    value = full;
-                }
-                let (rt, pl) = if LAYOUT4 {
-                    ((w >> 7) & 1, (w >> 8) & 1)
-                } else {
-                    ((w >> 9) & 1, (w >> 8) & 1)
-                };
-                if rt == 1 && pl == 0 {
-                    st.time = st.time.wrapping_sub(value);
-                    sink.marker(st.time, value);
-                }
-            }
-            _ => {}
-        }
+        return special::<S, LAYOUT4>(data, w, e.special, p, n, total, st, sink);
     }
     st.p = p + n;
-    true
+    Step::Next
 }
 
 /// The low byte and the leading zero nibbles (up to what is known) of the packet `n` nibbles
@@ -377,7 +582,257 @@ fn load12(data: &[u8], b: usize) -> Option<(u64, u64)> {
     Some((u64::from_le_bytes(*lo), u64::from_le_bytes(*mid)))
 }
 
+/// One walk over the stream's fast region (where 12 whole bytes remain after each packet's
+/// start): its state and the next packet's low byte (and leading zero nibbles).
+struct Chain {
+    st: Walk,
+    next: (usize, usize),
+}
+
+impl Chain {
+    /// A walk at `st.p`, which must be below `fast_end`.
+    #[inline(always)]
+    fn at(data: &[u8], st: Walk) -> Chain {
+        let (lo, mid) = load12(data, st.p >> 1).unwrap_or((0, 0));
+        let sh = (st.p & 1) * 4;
+        let next = ahead(lo >> sh, mid >> sh, st.p, 0);
+        Chain { st, next }
+    }
+
+    /// One packet. Where 12 whole bytes remain (so 18 nibbles too): one load and one table
+    /// look-up per packet, and a branch only for the packets that are more than time (waves,
+    /// timestamps, shader data). The table is indexed by a low byte found from the previous
+    /// packet's load, so that a packet's look-up does not wait for its own load: the walk's
+    /// chain per packet is a shift and a look-up, not a load and a look-up.
+    #[inline(always)]
+    fn step<S: Sink, const LAYOUT4: bool>(
+        &mut self,
+        data: &[u8],
+        total: usize,
+        fast_end: usize,
+        sink: &mut S,
+    ) -> Step {
+        let p = self.st.p;
+        // Always there: p < fast_end puts 12 bytes after p / 2.
+        let Some((lo, mid)) = load12(data, p >> 1) else {
+            return Step::Moved;
+        };
+        let w = lo >> ((p & 1) * 4);
+        let mid = mid >> ((p & 1) * 4);
+        let (idx, zeros) = self.next;
+        let r = step::<S, LAYOUT4, true>(data, w, idx, zeros, total, &mut self.st, sink);
+        if r == Step::Next {
+            self.next = ahead(w, mid, p, self.st.p - p);
+        } else if r == Step::Moved && self.st.p < fast_end {
+            // Moved past what followed the packet: the next look-up starts afresh.
+            *self = Chain::at(data, self.st);
+        }
+        r
+    }
+}
+
+/// The events of a walk whose time is not known yet (a chain started mid-stream), times
+/// relative to its start.
+enum Event {
+    Start(u32, u32, u32, u64),
+    End(u32, u32, u32, u64),
+    Marker(u64, u64),
+    Data(ShaderData),
+    Dropped(ShaderData),
+}
+
+#[derive(Default)]
+struct Buffered(Vec<Event>);
+
+impl Sink for Buffered {
+    fn wave_start(&mut self, cu: u32, simd: u32, slot: u32, time: u64) {
+        self.0.push(Event::Start(cu, simd, slot, time));
+    }
+    fn wave_end(&mut self, cu: u32, simd: u32, slot: u32, time: u64) {
+        self.0.push(Event::End(cu, simd, slot, time));
+    }
+    fn marker(&mut self, time: u64, realtime: u64) {
+        self.0.push(Event::Marker(time, realtime));
+    }
+    fn shader_data(&mut self, record: ShaderData) {
+        self.0.push(Event::Data(record));
+    }
+    fn dropped_shader_data(&mut self, record: ShaderData) {
+        self.0.push(Event::Dropped(record));
+    }
+}
+
+impl Event {
+    /// Hands the event to `sink`, its time moved by `offset`.
+    fn replay<S: Sink>(&self, offset: u64, sink: &mut S) {
+        let at = |t: u64| t.wrapping_add(offset);
+        match *self {
+            Event::Start(c, s, w, t) => sink.wave_start(c, s, w, at(t)),
+            Event::End(c, s, w, t) => sink.wave_end(c, s, w, at(t)),
+            Event::Marker(t, r) => sink.marker(at(t), r),
+            Event::Data(r) => sink.shader_data(ShaderData {
+                time: at(r.time),
+                ..r
+            }),
+            Event::Dropped(r) => sink.dropped_shader_data(ShaderData {
+                time: at(r.time),
+                ..r
+            }),
+        }
+    }
+}
+
+/// A packet start of the second half's walk: where, its state then, and the events before it.
+#[derive(Clone, Copy)]
+struct Mark {
+    p: usize,
+    time: u64,
+    packets: u64,
+    events: usize,
+}
+
+/// Streams at least this long are walked in two halves at once (two independent chains keep
+/// more of the CPU busy than one).
+const SPLIT_MIN: usize = 1 << 20;
+/// The packets of the second half recorded for its meeting with the first.
+const MARKS: usize = 4096;
+
+/// Walks the two halves of `data` at once: the first from the start, the second from the middle
+/// without knowing its time or where its packets begin. A nibble of no packet type there is
+/// stepped over, since the second walk need not start on a packet. When the first walk reaches
+/// the middle it steps on until it lands on a packet the second walk started; from there the two
+/// read the same packets, so the second walk's events (buffered) are the stream's, their times
+/// moved by the difference of the two walks' times there. A stop the second walk met past that
+/// point is the stream's. `st` ends where the sequential walk goes on: the end of the fast
+/// region, or (when the walks never meet) the middle; the stop, if the stream stopped.
+fn rdna_halves<S: Sink, const LAYOUT4: bool>(
+    data: &[u8],
+    sink: &mut S,
+    st: &mut Walk,
+    met: &mut bool,
+) -> Option<StopReason> {
+    let total = data.len() * 2;
+    let fast_end = data.len().saturating_sub(12) * 2;
+    let middle = total / 2;
+    let mut a = Chain::at(data, *st);
+    let mut b = Chain::at(
+        data,
+        Walk {
+            p: middle,
+            time: 0,
+            packets: 0,
+        },
+    );
+    let mut buffered = Buffered::default();
+    let mut marks: Vec<Mark> = Vec::with_capacity(MARKS);
+    // Where the second walk stopped: a nibble of no packet type (stepped over), or an extension
+    // run cut by the end (the walk ends there).
+    let mut stops: Vec<(Mark, StopReason)> = Vec::new();
+    let (mut a_on, mut b_on) = (true, true);
+    while a_on || b_on {
+        if a_on {
+            if a.st.p >= middle || a.st.p >= fast_end {
+                a_on = false;
+            } else if let Step::Stop(r) = a.step::<S, LAYOUT4>(data, total, fast_end, sink) {
+                *st = a.st;
+                return Some(r);
+            }
+        }
+        if b_on {
+            if b.st.p >= fast_end {
+                b_on = false;
+                continue;
+            }
+            let here = Mark {
+                p: b.st.p,
+                time: b.st.time,
+                packets: b.st.packets,
+                events: buffered.0.len(),
+            };
+            if marks.len() < MARKS {
+                marks.push(here);
+            }
+            match b.step::<Buffered, LAYOUT4>(data, total, fast_end, &mut buffered) {
+                Step::Stop(r @ StopReason::Unknown { .. }) => {
+                    stops.push((here, r));
+                    b.st.p = here.p + 1;
+                    if b.st.p < fast_end {
+                        b = Chain::at(data, b.st);
+                    }
+                }
+                Step::Stop(r) => {
+                    let at = Mark {
+                        p: b.st.p,
+                        time: b.st.time,
+                        packets: b.st.packets,
+                        events: buffered.0.len(),
+                    };
+                    stops.push((at, r));
+                    b_on = false;
+                }
+                _ => {}
+            }
+        }
+    }
+    // The first walk steps on to a packet the second started.
+    let mut j = 0;
+    let meet = loop {
+        let pa = a.st.p;
+        while j < marks.len() && marks[j].p < pa {
+            j += 1;
+        }
+        match marks.get(j) {
+            Some(m) if m.p == pa => break *m,
+            Some(_) if pa < fast_end => {}
+            _ => {
+                // They never met: the first walk goes on alone.
+                *st = a.st;
+                return None;
+            }
+        }
+        if let Step::Stop(r) = a.step::<S, LAYOUT4>(data, total, fast_end, sink) {
+            *st = a.st;
+            return Some(r);
+        }
+    };
+    *met = true;
+    let offset = a.st.time.wrapping_sub(meet.time);
+    let stop = stops.iter().find(|(u, _)| u.p >= meet.p);
+    let (end, last) = match stop {
+        Some((u, _)) => (*u, u.events),
+        None => (
+            Mark {
+                p: b.st.p,
+                time: b.st.time,
+                packets: b.st.packets,
+                events: buffered.0.len(),
+            },
+            buffered.0.len(),
+        ),
+    };
+    for e in &buffered.0[meet.events..last] {
+        e.replay(offset, sink);
+    }
+    *st = Walk {
+        p: end.p,
+        time: end.time.wrapping_add(offset),
+        packets: a.st.packets + (end.packets - meet.packets),
+    };
+    stop.map(|(_, r)| *r)
+}
+
 fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
+    rdna_walk::<S, LAYOUT4>(data, sink, data.len() >= SPLIT_MIN, &mut false)
+}
+
+/// The RDNA walk; with `halves`, in two halves at once ([`rdna_halves`]), `met` set when they
+/// met.
+fn rdna_walk<S: Sink, const LAYOUT4: bool>(
+    data: &[u8],
+    sink: &mut S,
+    halves: bool,
+    met: &mut bool,
+) -> Summary {
     let total = data.len() * 2;
     let mut st = Walk {
         p: 0,
@@ -386,36 +841,44 @@ fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
     };
     // The header, if the stream starts with one (the walk takes it as a packet of no time).
     let layout = header_layout(data);
-    // Where 12 whole bytes remain (so 18 nibbles too): one load and one table look-up per
-    // packet, and a branch only for the packets that are more than time (waves, timestamps).
-    // The table is indexed by a low byte found from the previous packet's load, so that a
-    // packet's look-up does not wait for its own load: the walk's chain per packet is a shift
-    // and a look-up, not a load and a look-up.
     let fast_end = data.len().saturating_sub(12) * 2;
-    if let Some((lo, mid)) = load12(data, 0).filter(|_| st.p < fast_end) {
-        let mut next = ahead(lo, mid, 0, 0);
-        while st.p < fast_end {
-            let p = st.p;
-            // Always there: p < fast_end puts 12 bytes after p / 2.
-            let Some((lo, mid)) = load12(data, p >> 1) else {
-                break;
-            };
-            let w = lo >> ((p & 1) * 4);
-            let mid = mid >> ((p & 1) * 4);
-            let (idx, zeros) = next;
-            step::<S, LAYOUT4, true>(data, w, idx, zeros, total, &mut st, sink);
-            next = ahead(w, mid, p, st.p - p);
-        }
+    let mut stop = None;
+    if halves && fast_end > total / 2 {
+        stop = rdna_halves::<S, LAYOUT4>(data, sink, &mut st, met);
     }
-    while st.p < total {
-        let p = st.p;
-        let w = window60(data, p);
-        // At an odd nibble the window's top nibble is not read: it counts no zeros.
-        let zeros = ((w.trailing_zeros() >> 2) as usize)
-            .min(16 - (p & 1))
-            .min(total - p);
-        if !step::<S, LAYOUT4, false>(data, w, (w & 0xFF) as usize, zeros, total, &mut st, sink) {
-            break;
+    if stop.is_none() && st.p < fast_end {
+        let mut c = Chain::at(data, st);
+        while c.st.p < fast_end {
+            if let Step::Stop(reason) = c.step::<S, LAYOUT4>(data, total, fast_end, sink) {
+                stop = Some(reason);
+                break;
+            }
+        }
+        st = c.st;
+    }
+    if stop.is_none() {
+        while st.p < total {
+            let p = st.p;
+            let w = window60(data, p);
+            // At an odd nibble the window's top nibble is not read: it counts no zeros.
+            let zeros = ((w.trailing_zeros() >> 2) as usize)
+                .min(16 - (p & 1))
+                .min(total - p);
+            match step::<S, LAYOUT4, false>(
+                data,
+                w,
+                (w & 0xFF) as usize,
+                zeros,
+                total,
+                &mut st,
+                sink,
+            ) {
+                Step::Next | Step::Moved => {}
+                Step::Stop(reason) => {
+                    stop = Some(reason);
+                    break;
+                }
+            }
         }
     }
     Summary {
@@ -423,6 +886,10 @@ fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
         consumed: st.p.div_ceil(2),
         layout,
         time: st.time,
+        stop: stop.map(|reason| Stop {
+            offset: st.p / 2,
+            reason,
+        }),
     }
 }
 
@@ -430,15 +897,27 @@ fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
 // CDNA
 
 /// 16-bit words per token type.
-const CDNA_WORDS: [u8; 16] = [1, 4, 4, 2, 1, 3, 1, 1, 1, 1, 1, 4, 3, 2, 4, 3];
+pub(crate) const CDNA_WORDS: [u8; 16] = [1, 4, 4, 2, 1, 3, 1, 1, 1, 1, 1, 4, 3, 2, 4, 3];
+const CDNA_MISC: usize = 0;
 const CDNA_TIMESTAMP: usize = 1;
 const CDNA_WAVE_START: usize = 3;
+const CDNA_WAVE_ALLOC: usize = 4;
 const CDNA_WAVE_END: usize = 6;
-/// The delta field of each token type, in bits 4 and up: MISC's 8 bits, none in TIMESTAMP,
-/// the common 1 bit in the others.
-const CDNA_DELTA: [u64; 16] = [0xFF, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1];
-/// The token types decoded beyond their delta.
-const CDNA_SPECIAL: u32 = (1 << CDNA_TIMESTAMP) | (1 << CDNA_WAVE_START) | (1 << CDNA_WAVE_END);
+const CDNA_INST: usize = 10;
+const CDNA_INST_PC: usize = 11;
+const CDNA_USERDATA: usize = 12;
+/// The misc type (bits 15:13) of a MISC token that resets the time.
+const CDNA_TIME_RESET: u64 = 1;
+/// The delta field of each token type, in bits 4 and up: MISC's 8 bits, the common 1 bit in
+/// the others.
+const CDNA_DELTA: [u64; 16] = [0xFF, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1];
+/// The token types decoded beyond their delta (and MISC's TIME_RESET).
+const CDNA_SPECIAL: u32 = (1 << CDNA_WAVE_START)
+    | (1 << CDNA_WAVE_ALLOC)
+    | (1 << CDNA_WAVE_END)
+    | (1 << CDNA_INST)
+    | (1 << CDNA_INST_PC)
+    | (1 << CDNA_USERDATA);
 
 /// The four 16-bit words from word `i` of `data` (zeros past its end).
 #[inline(always)]
@@ -455,12 +934,96 @@ fn words4(data: &[u8], i: usize) -> u64 {
     }
 }
 
+/// Whether `data` starts with the 8-byte header rocprofv3 puts before a GFX9 trace
+/// (`rocprof_trace_decoder_gfx9_header_t`: bits 12:0 0 or 0x11, a version of 4 to 6 in 15:13).
+pub fn gfx9_header(data: &[u8]) -> bool {
+    data.len() >= 8 && {
+        let h = words4(data, 0);
+        matches!(h & 0x1FFF, 0 | 0x11) && (4..=6).contains(&((h >> 13) & 7))
+    }
+}
+
+/// The CDNA state that a wave start or end needs: which slots run, and in which shader array,
+/// by AMD's key (CU, SIMD and slot, not the shader array): two bit sets of 1024.
+struct Running {
+    on: [u64; 16],
+    sh: [u64; 16],
+}
+
+impl Running {
+    fn key(w: u64) -> (usize, u64) {
+        let k = ((w >> 6) & 0xF) << 6 | ((w >> 14) & 3) << 4 | ((w >> 10) & 0xF);
+        ((k >> 6) as usize, 1 << (k & 63))
+    }
+}
+
+/// The wave slot a CDNA token names, if it names one above 9 (no CDNA SIMD has it): AMD's
+/// decoder rejects the stream there.
+#[inline(always)]
+fn cdna_bad_slot(w: u64) -> Option<u8> {
+    let ty = (w & 0xF) as usize;
+    if CDNA_SPECIAL & (1 << ty) == 0 {
+        return None;
+    }
+    let slot = match ty {
+        CDNA_INST | CDNA_INST_PC => (w >> 5) & 0xF,
+        _ => (w >> 10) & 0xF,
+    };
+    (slot > 9).then_some(slot as u8)
+}
+
+/// Sets the time at a TIME_RESET from the next TIMESTAMP after word `from` (before any other
+/// TIME_RESET), and gives the word of that TIMESTAMP (or of the other TIME_RESET), which the
+/// walk then drops.
+fn time_reset(data: &[u8], from: usize, n: usize, time: &mut u64, base: &mut i64) -> Option<usize> {
+    let mut j = from;
+    while j < n {
+        let w = words4(data, j);
+        let ty = (w & 0xF) as usize;
+        let len = CDNA_WORDS[ty] as usize;
+        // The stream ends, or goes wrong, before a TIMESTAMP: nothing to re-anchor to.
+        if j + len > n || cdna_bad_slot(w).is_some() {
+            return None;
+        }
+        if ty == CDNA_TIMESTAMP {
+            // AMD keeps the 48-bit field in a 46-bit signed one.
+            let stamp = (((w >> 16) << 18) as i64) >> 18;
+            let now = *time as i64;
+            if *base == 0 {
+                *base = stamp.wrapping_sub(now).wrapping_add(4);
+            }
+            if stamp > *base {
+                *time = (stamp.wrapping_sub(*base) & !3) as u64;
+            }
+            return Some(j);
+        }
+        if ty == CDNA_MISC && (w >> 13) & 7 == CDNA_TIME_RESET {
+            return Some(j);
+        }
+        j += len;
+    }
+    None
+}
+
+/// A time as AMD's decoder reports it on CDNA: its tokens keep the time in a 46-bit signed
+/// field, so a time of 2^45 cycles or more comes out negative (as a 64-bit unsigned number).
+#[inline(always)]
+fn cdna_reported(time: u64) -> u64 {
+    (((time << 18) as i64) >> 18) as u64
+}
+
 fn cdna<S: Sink>(data: &[u8], sink: &mut S) -> Summary {
     let n = data.len() / 2;
-    let mut i = 0usize;
+    let mut i = if gfx9_header(data) { 4 } else { 0 };
     let mut time = 0u64;
+    let mut base = 0i64;
     let mut packets = 0u64;
-    let mut offset: Option<u64> = None;
+    let mut drop_at = usize::MAX;
+    let mut running = Running {
+        on: [0; 16],
+        sh: [0; 16],
+    };
+    let mut stop = None;
     while i < n {
         let w = words4(data, i);
         let ty = (w & 0xF) as usize;
@@ -469,34 +1032,63 @@ fn cdna<S: Sink>(data: &[u8], sink: &mut S) -> Summary {
         let zeros = ((w.trailing_zeros() >> 4) as usize).min(n - i);
         let len = if nop { zeros } else { CDNA_WORDS[ty] as usize };
         if i + len > n {
+            stop = Some(StopReason::Cut);
             break;
         }
-        time = time.wrapping_add(((w >> 4) & CDNA_DELTA[ty]) * 4);
-        packets += if nop { len as u64 } else { 1 };
-        if CDNA_SPECIAL & (1 << ty) != 0 {
-            if ty == CDNA_TIMESTAMP {
-                if (w >> 4) & 0xFFF == 0 {
-                    let absolute = w >> 16;
-                    match offset {
-                        None => offset = Some(absolute.wrapping_sub(time)),
-                        Some(o) => {
-                            let t = (absolute.wrapping_sub(o) & !3).wrapping_sub(4);
-                            // A time never runs back: a stamp behind the deltas is ignored.
-                            if t > time && t.wrapping_sub(time) < 1 << 62 {
-                                time = t;
-                            }
-                        }
+        if i == drop_at {
+            // The TIMESTAMP a TIME_RESET took, or a second TIME_RESET: no time, no reset.
+            drop_at = usize::MAX;
+            packets += 1;
+            i += len;
+            continue;
+        }
+        let delta = ((w >> 4) & CDNA_DELTA[ty]) * 4;
+        if CDNA_SPECIAL & (1 << ty) != 0 && !nop {
+            if let Some(slot) = cdna_bad_slot(w) {
+                stop = Some(StopReason::BadSlot { slot });
+                break;
+            }
+            time = time.wrapping_add(delta);
+            packets += 1;
+            let at = cdna_reported(time);
+            let sh = ((w >> 5) & 1) as u32;
+            let cu = ((w >> 6) & 0xF) as u32;
+            let slot = ((w >> 10) & 0xF) as u32;
+            let simd = ((w >> 14) & 3) as u32;
+            match ty {
+                CDNA_WAVE_START => {
+                    let (i, bit) = Running::key(w);
+                    if running.on[i] & bit == 0 {
+                        running.on[i] |= bit;
+                        running.sh[i] = running.sh[i] & !bit | (u64::from(sh) * bit);
+                        sink.wave_start(cu | sh << 4, simd, slot, at);
                     }
                 }
-            } else {
-                let sh = ((w >> 5) & 1) as u32;
-                let cu = ((w >> 6) & 0xF) as u32 | (sh << 4);
-                let slot = ((w >> 10) & 0xF) as u32;
-                let simd = ((w >> 14) & 3) as u32;
-                if ty == CDNA_WAVE_START {
-                    sink.wave_start(cu, simd, slot, time);
-                } else {
-                    sink.wave_end(cu, simd, slot, time);
+                CDNA_WAVE_END => {
+                    let (i, bit) = Running::key(w);
+                    if running.on[i] & bit != 0 {
+                        running.on[i] &= !bit;
+                        // Named as its start named it, so that it pairs.
+                        let sh = u32::from(running.sh[i] & bit != 0);
+                        sink.wave_end(cu | sh << 4, simd, slot, at);
+                    }
+                }
+                CDNA_USERDATA => sink.shader_data(ShaderData {
+                    time: at,
+                    value: (w >> 16) as u32,
+                    cu: cu as u8,
+                    simd: simd as u8,
+                    wave: slot as u8,
+                    flags: 0,
+                }),
+                _ => {}
+            }
+        } else {
+            time = time.wrapping_add(delta);
+            packets += if nop { len as u64 } else { 1 };
+            if w & 0xE00F == CDNA_TIME_RESET << 13 | CDNA_MISC as u64 {
+                if let Some(j) = time_reset(data, i + len, n, &mut time, &mut base) {
+                    drop_at = j;
                 }
             }
         }
@@ -507,6 +1099,10 @@ fn cdna<S: Sink>(data: &[u8], sink: &mut S) -> Summary {
         consumed: i * 2,
         layout: None,
         time,
+        stop: stop.map(|reason| Stop {
+            offset: i * 2,
+            reason,
+        }),
     }
 }
 
@@ -540,6 +1136,25 @@ pub fn decode<S: Sink>(generation: Generation, data: &[u8], sink: &mut S) -> Sum
     }
 }
 
+/// [`decode`] with RDNA streams walked in two halves at once (`true`) or as one (`false`),
+/// whatever their size, and whether the halves met (the second half's walk was used): for
+/// tests that the two give the same.
+#[doc(hidden)]
+pub fn decode_halves<S: Sink>(
+    generation: Generation,
+    data: &[u8],
+    sink: &mut S,
+    halves: bool,
+) -> (Summary, bool) {
+    let mut met = false;
+    let s = match generation {
+        Generation::Gfx11 => rdna_walk::<S, false>(data, sink, halves, &mut met),
+        Generation::Gfx12 => rdna_walk::<S, true>(data, sink, halves, &mut met),
+        _ => decode(generation, data, sink),
+    };
+    (s, met)
+}
+
 /// The layout in the header that starts an RDNA stream (3 on RDNA 3, 4 on RDNA 4), if it
 /// starts with one.
 pub fn header_layout(data: &[u8]) -> Option<u8> {
@@ -550,35 +1165,92 @@ pub fn header_layout(data: &[u8]) -> Option<u8> {
     (w & 0x7F == 0b0010001).then_some(((w >> 7) & 0x3F) as u8)
 }
 
+/// AMD's compute unit ([`ShaderData::cu`], the `cu` of its occupancy records) of the wave a
+/// [`Sink`] names by its Rig-style `cu`: on RDNA the WGP plus the shader array shifted left by 7,
+/// on GFX9 the 4-bit CU (the shader array dropped).
+pub fn amd_cu(generation: Generation, cu: u32) -> u8 {
+    match generation {
+        Generation::Gfx9 => (cu & 0xF) as u8,
+        Generation::Gfx11 => ((cu & 7) + ((cu >> 3 & 1) << 7)) as u8,
+        _ => ((cu & 0xF) + ((cu >> 4 & 1) << 7)) as u8,
+    }
+}
+
+/// The shader-data records of `data`, one engine's bytes as `generation`'s engines write them,
+/// in stream order, and what the decoder saw.
+pub fn shader_data(generation: Generation, data: &[u8]) -> (Vec<ShaderData>, Summary) {
+    struct Records(Vec<ShaderData>);
+    impl Sink for Records {
+        fn shader_data(&mut self, record: ShaderData) {
+            self.0.push(record);
+        }
+    }
+    let mut r = Records(Vec::new());
+    let s = decode(generation, data, &mut r);
+    (r.0, s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn tables_pick_most_specific() {
-        let t = &TABLES3;
-        assert_eq!(t.kind_of[0x00], 15); // NOP
-        assert_eq!(t.kind_of[0x10], 15); // NOP (low nibble 0)
-        assert_eq!(t.kind_of[0x11], 22); // header
-        assert_eq!(t.kind_of[0x01], 21); // timestamp
-        assert_eq!(t.kind_of[0x21], 6);
-        assert_eq!(t.kind_of[0x61], 17);
-        assert_eq!(t.kind_of[0xE1], 18);
-        assert_eq!(t.kind_of[0x0C], 8); // wave start
-        assert_eq!(t.kind_of[0x15], 7); // wave end
-        assert_eq!(t.kind_of[0x08], 14); // time
-        assert_eq!(t.kind_of[0x03], 0);
-        assert_eq!(t.kind_of[0x02], 23);
-        assert_eq!(TABLES4.entry[0x01].nibbles, 16);
-        assert_eq!(TABLES3.entry[0x01].nibbles, 12);
+    fn name(t: &Tables, b: usize) -> &'static str {
+        t.kind_of[b].map_or("-", |k| k.name)
     }
 
     #[test]
-    fn bits_reads_across_bytes() {
+    fn tables_follow_amds_rows() {
+        let t = &TABLES3;
+        assert_eq!(name(t, 0x00), "NOP");
+        assert_eq!(name(t, 0x10), "NOP");
+        assert_eq!(name(t, 0x11), "HEADER");
+        assert_eq!(name(t, 0x01), "TIMESTAMP");
+        assert_eq!(name(t, 0x21), "NEW_PC");
+        assert_eq!(name(t, 0x61), "EVENT");
+        assert_eq!(name(t, 0xE1), "EVENT_SYNC");
+        assert_eq!(name(t, 0x0C), "WAVE_START");
+        assert_eq!(name(t, 0x15), "WAVE_END");
+        assert_eq!(name(t, 0x08), "TIME");
+        assert_eq!(name(t, 0x03), "VALU_INST");
+        assert_eq!(name(t, 0x02), "INST");
+        assert_eq!(name(t, 0x07), "-");
+        assert_eq!(name(t, 0x41), "-");
+        assert_eq!(TABLES3.nibbles[0x21], 16);
+        assert_eq!(TABLES4.nibbles[0x21], 18);
+        assert_eq!(TABLES4.nibbles[0x01], 16);
+        assert_eq!(TABLES3.nibbles[0x01], 12);
+        // Layout 4's shader data: 7-bit codes, and RDNA 3's sizes in the slots they leave.
+        let t4 = &TABLES4;
+        for (b, n, bits) in [
+            (0x06, "SHADER_DATA", 56),
+            (0x46, "SHADER_DATA_SHORT", 32),
+            (0x26, "SHADER_DATA", 52),
+            (0x36, "SHADER_DATA_SHORT", 28),
+            (0x76, "SHADER_DATA_SHORT", 28),
+            (0x66, "EXEC_POPCOUNT1", 24),
+            (0x16, "EXEC_POPCOUNT3", 48),
+            (0x56, "EXEC_POPCOUNT3", 48),
+            (0x1C, "WAVE_START_EXT", 40),
+        ] {
+            assert_eq!(name(t4, b), n, "{b:#x}");
+            assert_eq!(t4.kind_of[b].unwrap().bits, bits, "{b:#x}");
+        }
+        assert_eq!(TABLES3.kind_of[0x46].unwrap().bits, 52);
+    }
+
+    #[test]
+    fn window_reads_across_bytes() {
         let d = [0x21, 0x43, 0x65, 0x87];
-        assert_eq!(bits(&d, 0, 0, 3), 1);
-        assert_eq!(bits(&d, 1, 0, 7), 0x32);
-        assert_eq!(bits(&d, 3, 4, 11), 0x65);
         assert_eq!(window(&d, 1), 0x0876_5432);
+        assert_eq!(nibble(&d, 3), 4);
+        assert_eq!(nibble(&d, 9), 0);
+    }
+
+    #[test]
+    fn gfx9_header_is_known() {
+        let h = 0x11u64 | 5 << 13 | 0xF << 16;
+        assert!(gfx9_header(&h.to_le_bytes()));
+        assert!(!gfx9_header(&(0x11u64 | 7 << 13).to_le_bytes()));
+        assert!(!gfx9_header(&[0x11, 0x80]));
     }
 }

@@ -3,8 +3,8 @@
 //! bytes (which must never panic).
 
 use proptest::prelude::*;
-use sqtt_thread_trace::decode::{decode, Sink};
-use sqtt_thread_trace::synth::{Encoder, Slot};
+use sqtt_thread_trace::decode::{decode, decode_halves, shader_data, ShaderData, Sink};
+use sqtt_thread_trace::synth::{Encoder, Form, Slot};
 use sqtt_thread_trace::{clock, markers, waves, GcVersion, Generation, Gpu, Marker, Wave};
 
 fn gpu(g: Generation) -> Gpu {
@@ -31,16 +31,30 @@ enum Ev {
     Marker(u64),
     Nop,
     Other(usize, u128),
+    /// Shader data: key, value, imm, flag (GFX11 exec, GFX12 sdt), inline.
+    Data(usize, u32, bool, u32, bool),
+    /// WAVE_START_EXT: key, inline, extensions, NOPs before each.
+    StartExt(usize, bool, usize, usize),
+    /// RDNA: a context save or restore.
+    Context(usize, bool),
+    /// GFX9: a time reset to this absolute stamp, and the stamp it owes.
+    Reset(u64),
+    Stamp,
+    /// RDNA: a TIMESTAMP with realtime and PL set (no time).
+    StampLost(u64),
+    /// GFX12: a shader-data packet in a slot of RDNA 3's sizes.
+    Rdna3Code(usize, u32, bool, bool),
 }
 
 fn slot_for(g: Generation, raw: (u32, u32, u32, u32)) -> Slot {
     let (sa, wgp, simd, slot) = raw;
     match g {
+        // CDNA SIMDs have wave slots 0 to 9.
         Generation::Gfx9 => Slot {
             sa: sa & 1,
             wgp: wgp & 0xF,
             simd: simd & 3,
-            slot: slot & 0xF,
+            slot: (slot & 0xF) % 10,
         },
         Generation::Gfx11 => Slot {
             sa: sa & 1,
@@ -71,13 +85,32 @@ fn write(g: Generation, keys: &[Slot], evs: &[Ev]) -> Encoder {
                 let t = e.time();
                 let rt = match last {
                     None => 1_000_000 + t,
-                    Some((t0, r0)) => r0 + slope * (t - t0),
+                    // A GFX9 time reset may take the shader time back a few cycles: the
+                    // realtime never goes back (that marker is no distinct one, for the clock
+                    // as for `distinct` below).
+                    Some((t0, r0)) => r0 + slope * t.saturating_sub(t0),
                 };
                 e.marker(rt);
                 last = Some((t, rt));
             }
             Ev::Nop => e.nop(),
             Ev::Other(pick, payload) => e.other(pick, payload),
+            Ev::Data(k, v, imm, flag, inline) => {
+                let form = if imm { Form::Imm } else { Form::Full };
+                e.shader_data_flags(keys[k % keys.len()], v, form, flag, inline);
+            }
+            Ev::StartExt(k, inline, exts, nops) => {
+                e.start_ext(keys[k % keys.len()], inline, exts, nops)
+            }
+            Ev::Context(k, save) if g != Generation::Gfx9 => e.context(keys[k % keys.len()], save),
+            Ev::Reset(a) if g == Generation::Gfx9 => e.time_reset(a),
+            Ev::Stamp => e.stamp(),
+            Ev::StampLost(f) => e.stamp_lost(f),
+            Ev::Rdna3Code(k, v, imm, bit7) if g == Generation::Gfx12 => {
+                let form = if imm { Form::Imm } else { Form::Full };
+                e.shader_data_rdna3_code(keys[k % keys.len()], v, form, bit7);
+            }
+            Ev::Context(..) | Ev::Reset(_) | Ev::Rdna3Code(..) => {}
         }
     }
     e.flush();
@@ -93,6 +126,14 @@ fn events(far: u64) -> impl Strategy<Value = Vec<Ev>> {
         1 => (1u64..8).prop_map(Ev::Marker),
         1 => Just(Ev::Nop),
         2 => (any::<usize>(), any::<u128>()).prop_map(|(p, v)| Ev::Other(p, v)),
+        2 => (0usize..8, any::<u32>(), any::<bool>(), prop_oneof![3 => Just(0u32), 1 => 0u32..4], any::<bool>())
+            .prop_map(|(k, v, imm, f, i)| Ev::Data(k, v, imm, f, i)),
+        1 => (0usize..8, any::<bool>(), 0usize..3, 0usize..2).prop_map(|(k, i, x, n)| Ev::StartExt(k, i, x, n)),
+        1 => (0usize..8, any::<bool>()).prop_map(|(k, s)| Ev::Context(k, s)),
+        1 => (1u64 << 30..1 << 44).prop_map(Ev::Reset),
+        1 => Just(Ev::Stamp),
+        1 => any::<u64>().prop_map(Ev::StampLost),
+        1 => (0usize..8, any::<u32>(), any::<bool>(), any::<bool>()).prop_map(|(k, v, imm, b)| Ev::Rdna3Code(k, v, imm, b)),
     ];
     prop::collection::vec(ev, 0..80)
 }
@@ -160,8 +201,154 @@ impl Sink for Times {
     }
 }
 
+/// Everything a decoder reports, in order.
+#[derive(Default, Debug, PartialEq)]
+struct Log(Vec<(u8, u64, u64, u64)>);
+
+impl Sink for Log {
+    fn wave_start(&mut self, cu: u32, simd: u32, slot: u32, t: u64) {
+        self.0.push((
+            0,
+            t,
+            u64::from(cu) << 16 | u64::from(simd) << 8 | u64::from(slot),
+            0,
+        ));
+    }
+    fn wave_end(&mut self, cu: u32, simd: u32, slot: u32, t: u64) {
+        self.0.push((
+            1,
+            t,
+            u64::from(cu) << 16 | u64::from(simd) << 8 | u64::from(slot),
+            0,
+        ));
+    }
+    fn marker(&mut self, t: u64, r: u64) {
+        self.0.push((2, t, r, 0));
+    }
+    fn shader_data(&mut self, r: ShaderData) {
+        self.0.push((
+            3,
+            r.time,
+            u64::from(r.value),
+            u64::from(r.cu) << 24
+                | u64::from(r.simd) << 16
+                | u64::from(r.wave) << 8
+                | u64::from(r.flags),
+        ));
+    }
+    fn dropped_shader_data(&mut self, r: ShaderData) {
+        self.0.push((4, r.time, u64::from(r.value), 0));
+    }
+}
+
+/// A stream walked in two halves at once gives what one walk gives: every event, in order, and
+/// the same summary (stop included), wherever the middle falls.
+fn halves_agree(g: Generation, data: &[u8]) -> Result<bool, TestCaseError> {
+    let (mut one, mut two) = (Log::default(), Log::default());
+    let (s1, _) = decode_halves(g, data, &mut one, false);
+    let (s2, met) = decode_halves(g, data, &mut two, true);
+    prop_assert_eq!(s1, s2);
+    prop_assert_eq!(one, two);
+    Ok(met)
+}
+
+/// A stream (found by fuzzing) whose second half ends in a WAVE_START_EXT's extension run cut by
+/// the end: walked in halves, the stream still stops there, cut.
+#[test]
+fn halves_keep_a_cut_extension_run() {
+    let hex = "91099068000f000055090f00005509822e00ffffffffd156000982400000003f00000000006809824c00000000006809820027000000090200c2117777f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f3f377777777";
+    let data: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    for g in [Generation::Gfx11, Generation::Gfx12] {
+        halves_agree(g, &data).unwrap();
+    }
+}
+
+/// Long streams of every packet, whole, cut and corrupted: the halves meet (the second half's
+/// events are used) and give what one walk gives.
+#[test]
+fn long_streams_walk_in_halves() {
+    let mut met = 0;
+    for g in [Generation::Gfx11, Generation::Gfx12] {
+        for seed in 0..40u64 {
+            let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            let mut next = move || {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng
+            };
+            let keys: Vec<Slot> = (0..6)
+                .map(|i| slot_for(g, (i & 1, i * 3, i & 3, i * 5)))
+                .collect();
+            let mut e = Encoder::new(g);
+            for _ in 0..3000 {
+                let k = keys[(next() % 6) as usize];
+                match next() % 10 {
+                    0 => e.start(k, next() % 2 == 0),
+                    1 => e.end(k, next() % 2 == 0),
+                    2 => e.gap(next() % 300),
+                    3 => e.marker(next() >> 20),
+                    4 => {
+                        e.shader_data_flags(k, next() as u32, Form::Full, (next() % 4) as u32, true)
+                    }
+                    5 => e.start_ext(k, true, (next() % 3) as usize, (next() % 2) as usize),
+                    _ => e.other(
+                        next() as usize,
+                        u128::from(next()) << 64 | u128::from(next()),
+                    ),
+                }
+            }
+            e.flush();
+            let mut bytes = e.bytes();
+            met += usize::from(halves_agree(g, &bytes).unwrap());
+            let n = bytes.len();
+            halves_agree(g, &bytes[..n * 3 / 4]).unwrap();
+            bytes[n / 2 + (seed as usize % 64)] ^= 0x5A;
+            halves_agree(g, &bytes).unwrap();
+            for x in &mut bytes[n / 2 + 40..n / 2 + 80] {
+                *x = 0x77;
+            }
+            halves_agree(g, &bytes).unwrap();
+        }
+    }
+    assert!(met >= 76, "the halves met in {met} of 80 streams");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Two halves at once, on streams of every packet and on cut or corrupted ones.
+    #[test]
+    fn halves_walk_as_one((g, keys, evs) in case(), cut in any::<prop::sample::Index>(), flip in any::<Option<(prop::sample::Index, u8)>>()) {
+        let e = write(g, &keys, &evs);
+        let mut bytes = e.bytes();
+        halves_agree(g, &bytes)?;
+        if let Some((at, x)) = flip {
+            if !bytes.is_empty() {
+                let i = at.index(bytes.len());
+                bytes[i] ^= x;
+            }
+        }
+        let n = if bytes.is_empty() { 0 } else { cut.index(bytes.len() + 1) };
+        halves_agree(g, &bytes[..n])?;
+        halves_agree(g, &bytes)?;
+    }
+
+    /// And on random bytes, with or without a header.
+    #[test]
+    fn halves_walk_as_one_on_random_bytes(bytes in prop::collection::vec(any::<u8>(), 0..4096), header in any::<bool>()) {
+        for g in [Generation::Gfx11, Generation::Gfx12] {
+            let mut data = Vec::new();
+            if header {
+                data.extend_from_slice(&Encoder::new(g).bytes());
+            }
+            data.extend_from_slice(&bytes);
+            halves_agree(g, &data)?;
+        }
+    }
 
     /// A stream's waves are its starts and ends paired by slot, in the order they end.
     #[test]
@@ -174,17 +361,43 @@ proptest! {
         prop_assert_eq!(markers(&gpu(g), &bytes), e.markers.clone());
         let mut t = Times { last: 0, monotonic: true };
         decode(g, &bytes, &mut t);
-        prop_assert!(t.monotonic);
+        // GFX9's time resets may set the time back (AMD's decoder re-anchors to the stamp).
+        prop_assert!(t.monotonic || evs.iter().any(|e| matches!(e, Ev::Reset(_))) && g == Generation::Gfx9);
     }
 
-    /// Every prefix of a stream decodes to the waves whose end's packet it holds.
+    /// Every prefix of a stream decodes to the waves and the shader-data records whose packets
+    /// it holds whole; a prefix that cuts a packet says where.
     #[test]
     fn cut_at_every_byte((g, keys, evs) in case()) {
         let e = write(g, &keys, &evs);
         let bytes = e.bytes();
         for n in 0..=bytes.len() {
-            prop_assert_eq!(waves(&gpu(g), &bytes[..n]), e.waves_within(n), "{} bytes", n);
+            let ws = waves(&gpu(g), &bytes[..n]);
+            let (records, summary) = shader_data(g, &bytes[..n]);
+            if !e.times_hold_within(n) {
+                // A GFX9 time reset whose TIMESTAMP is cut off: other times, the same count.
+                prop_assert_eq!(ws.len(), e.waves_within(n).len());
+                prop_assert_eq!(records.len(), e.records_within(n).len());
+                continue;
+            }
+            prop_assert_eq!(ws, e.waves_within(n), "{} bytes", n);
+            prop_assert_eq!(records, e.records_within(n), "{} bytes", n);
+            if let Some(stop) = summary.stop {
+                prop_assert!(stop.offset <= n);
+            }
         }
+    }
+
+    /// A stream's shader-data records, as AMD's decoder reports them, in stream order; exec
+    /// records (GFX11) none, sdt ones (GFX12) privileged.
+    #[test]
+    fn records_round_trip((g, keys, evs) in case()) {
+        let e = write(g, &keys, &evs);
+        let mut bytes = e.bytes();
+        bytes.extend_from_slice(&PADDING);
+        let (records, summary) = shader_data(g, &bytes);
+        prop_assert_eq!(records, e.all_records());
+        prop_assert_eq!(summary.stop, None);
     }
 
     /// The clock passes through the markers and maps a time on the line of the two around it,
@@ -242,8 +455,10 @@ fn key(g: Generation, sa: u32, wgp: u32, simd: u32, slot: u32) -> Slot {
     slot_for(g, (sa, wgp, simd, slot))
 }
 
+/// RDNA: a second start of a slot before its end means the first's end was lost, and the first
+/// is dropped. CDNA (AMD's decoder): a start on a running slot is no new wave, the first stays.
 #[test]
-fn a_second_start_drops_the_first() {
+fn a_second_start_drops_the_first_on_rdna_and_is_ignored_on_cdna() {
     for g in ALL {
         let k = key(g, 1, 3, 2, 5);
         let mut e = Encoder::new(g);
@@ -256,8 +471,38 @@ fn a_second_start_drops_the_first() {
         let ws = waves(&gpu(g), &e.bytes());
         assert_eq!(ws.len(), 1, "{g:?}");
         let s = e.scale();
-        assert_eq!((ws[0].start, ws[0].stop), (10 * s, 17 * s), "{g:?}");
+        let start = if g == Generation::Gfx9 { 0 } else { 10 * s };
+        assert_eq!((ws[0].start, ws[0].stop), (start, 17 * s), "{g:?}");
     }
+}
+
+/// CDNA: AMD's decoder keys a running wave by CU, SIMD and slot without the shader array: a
+/// start in the other array of a running slot is no new wave, and its end ends the first.
+#[test]
+fn cdna_slots_ignore_the_shader_array() {
+    let g = Generation::Gfx9;
+    let (a, b) = (key(g, 1, 3, 2, 5), key(g, 0, 3, 2, 5));
+    let mut e = Encoder::new(g);
+    e.start(a, false);
+    e.gap(10);
+    e.start(b, false);
+    e.gap(7);
+    e.end(b, false);
+    e.gap(2);
+    e.end(a, false);
+    e.flush();
+    let ws = waves(&gpu(g), &e.bytes());
+    assert_eq!(ws, e.waves.iter().map(|x| x.wave).collect::<Vec<_>>());
+    assert_eq!(
+        ws,
+        vec![Wave {
+            cu: 3 | 1 << 4,
+            simd: 2,
+            slot: 5,
+            start: 0,
+            stop: 68
+        }]
+    );
 }
 
 #[test]
@@ -281,7 +526,8 @@ fn an_end_without_a_start_is_dropped() {
 #[test]
 fn waves_come_in_the_order_they_end_and_name_their_unit() {
     for g in ALL {
-        let (a, b) = (key(g, 1, 7, 3, 15), key(g, 0, 2, 1, 3));
+        let top = if g == Generation::Gfx9 { 9 } else { 15 };
+        let (a, b) = (key(g, 1, 7, 3, top), key(g, 0, 2, 1, 3));
         let mut e = Encoder::new(g);
         e.start(a, true);
         e.gap(1);
@@ -310,7 +556,7 @@ fn waves_come_in_the_order_they_end_and_name_their_unit() {
                 Wave {
                     cu: 7 | (1 << shift),
                     simd: 3,
-                    slot: 15,
+                    slot: top,
                     start: 0,
                     stop: 33 * s
                 },

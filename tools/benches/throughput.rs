@@ -45,6 +45,8 @@ impl Shape {
 }
 const CHUNK: u64 = 1_000_000;
 
+#[path = "support/child.rs"]
+mod child;
 #[path = "../tests/support/rng.rs"]
 mod rng;
 use rng::Rng;
@@ -242,20 +244,10 @@ fn run_tool(exe: &Path, tool: &str, dir: &Path) -> Result<Cost, String> {
     // copies the parent's memory until then): reset this process's peak to its current RSS
     // first (`clear_refs` 5), so a child's figure is its own unless it stays below that.
     let _ = std::fs::write("/proc/self/clear_refs", "5");
-    // Reaped by the wait4 below, which also gives its CPU time and peak RSS.
-    #[allow(clippy::zombie_processes)]
-    let child = cmd.spawn().unwrap();
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    // SAFETY: `pid` is our child, not yet reaped; the pointers are to live locals.
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    assert_eq!(r, pid, "wait4");
-    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-        return Err(format!("{} {tool} failed ({status})", exe.display()));
+    let used = child::run(&mut cmd);
+    if !used.ok {
+        return Err(format!("{} {tool} failed ({})", exe.display(), used.status));
     }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     let mut files: Vec<_> = std::fs::read_dir(&out_dir)
         .unwrap()
         .flatten()
@@ -284,8 +276,8 @@ fn run_tool(exe: &Path, tool: &str, dir: &Path) -> Result<Cost, String> {
     }
     std::fs::remove_dir_all(&out_dir).unwrap();
     Ok(Cost {
-        cpu: secs(ru.ru_utime) + secs(ru.ru_stime),
-        rss_kib: ru.ru_maxrss as u64,
+        cpu: used.cpu,
+        rss_kib: used.rss_kib,
         digest,
         bytes,
     })

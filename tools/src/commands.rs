@@ -55,7 +55,7 @@ impl Totals {
 }
 
 fn open(dir: &Path, opts: &Options, progress: &dyn Progress) -> Result<Trace, Error> {
-    let trace = Trace::open_with(dir, &opts.code_objects)?;
+    let trace = Trace::open_route(dir, &opts.code_objects, opts.input)?;
     trace.check_outputs(&opts.outputs, opts.to_stdout)?;
     progress.set_total(trace.shaderdata_bytes());
     Ok(trace)

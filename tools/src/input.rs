@@ -28,6 +28,9 @@ pub struct UiDir {
     pub shaderdata: Vec<(u32, PathBuf)>,
     /// `(codeobj_id, path)`: the code object files nearest this directory, one per ID.
     pub code_object_files: Vec<(u64, PathBuf)>,
+    /// A dispatch's raw traces instead (`shaderdata` then lists its `.att` files by shader
+    /// engine): see [`crate::raw`].
+    pub raw: Option<std::sync::Arc<crate::raw::RawDomain>>,
     /// Listings of `filenames.json` that name a file listed before (each file is read once, at
     /// its first place in time order).
     pub repeated_listings: Repeated,
@@ -599,6 +602,7 @@ impl UiDir {
                 gfxip,
                 shaderdata,
                 code_object_files: Vec::new(),
+                raw: None,
                 repeated_listings,
             },
             warning,
@@ -850,6 +854,35 @@ pub struct Occupancy {
     pub present: bool,
 }
 
+/// A slot's waves from its occupancy rows `(time, start, kernel_id)` (read from `path`): by time,
+/// an end before a start at one instant; an end closes the wave still open, if any. Out of memory
+/// is an error naming `path`, not an abort.
+pub fn wave_spans(mut rows: Vec<(u64, bool, u64)>, path: &Path) -> Result<Vec<WaveSpan>, Error> {
+    // In place: a stable sort's scratch buffer (half the rows) is an allocation that cannot fail
+    // softly.
+    rows.sort_unstable_by_key(|&(t, start, kernel)| (t, start, kernel));
+    // Never more spans than rows.
+    let mut spans: Vec<WaveSpan> = Vec::new();
+    spans
+        .try_reserve_exact(rows.iter().filter(|r| r.1).count())
+        .map_err(|_| Error::Malformed {
+            path: path.to_path_buf(),
+            reason: "out of memory for the waves (or above `ulimit -v`)".into(),
+        })?;
+    for (t, start, kernel_id) in rows {
+        if start {
+            spans.push(WaveSpan {
+                start: t,
+                end: None,
+                kernel_id,
+            });
+        } else if let Some(s) = spans.last_mut().filter(|s| s.end.is_none()) {
+            s.end = Some(t);
+        }
+    }
+    Ok(spans)
+}
+
 /// The code object ID of the C++ writer's fallback kernel name `"<co> / 0x<addr>"`.
 pub fn fallback_name_codeobj(name: &str) -> Option<u64> {
     let (co, addr) = name.trim().split_once(" / ")?;
@@ -916,39 +949,8 @@ impl Occupancy {
             }
         })?;
         let mut slots = FxHashMap::default();
-        slots
-            .try_reserve(rows.len())
-            .map_err(|_| Error::Malformed {
-                path: path.to_path_buf(),
-                reason: format!(
-                    "out of memory for the waves of {} slots (or above `ulimit -v`)",
-                    rows.len()
-                ),
-            })?;
-        for (key, mut rs) in rows {
-            // By time; at one instant an end goes before a start. In place: a stable sort's
-            // scratch buffer (half the rows) is an allocation that cannot fail softly.
-            rs.sort_unstable_by_key(|&(t, start, kernel)| (t, start, kernel));
-            // Never more spans than rows.
-            let mut spans: Vec<WaveSpan> = Vec::new();
-            spans
-                .try_reserve_exact(rs.iter().filter(|r| r.1).count())
-                .map_err(|_| Error::Malformed {
-                    path: path.to_path_buf(),
-                    reason: "out of memory for the waves (or above `ulimit -v`)".into(),
-                })?;
-            for (t, start, kernel_id) in rs {
-                if start {
-                    spans.push(WaveSpan {
-                        start: t,
-                        end: None,
-                        kernel_id,
-                    });
-                } else if let Some(s) = spans.last_mut().filter(|s| s.end.is_none()) {
-                    s.end = Some(t);
-                }
-            }
-            slots.insert(key, spans);
+        for (key, rs) in rows {
+            slots.insert(key, wave_spans(rs, path)?);
         }
         for (kid, name) in &dispatches {
             if let Some(co) = fallback_name_codeobj(name) {

@@ -5,7 +5,7 @@
 //! [`engine`] turns them into scope, point and address events per wave, and the sinks
 //! [`flamegraph`], [`perfetto`] and [`memory`] make the outputs; [`commands`] runs them as the
 //! binary's subcommands do. [`thread_trace`] holds the `waves`, `clock` and `thread-trace`
-//! subcommands over the `sqtt-thread-trace` library.
+//! subcommands over the `sqtt-thread-trace` library, [`records`] the `shaderdata` one.
 
 pub mod codeobj;
 pub mod commands;
@@ -18,6 +18,8 @@ pub mod input;
 pub mod memory;
 pub mod output;
 pub mod perfetto;
+pub mod raw;
+pub mod records;
 pub mod shaderdata;
 pub mod stats;
 pub mod thread_trace;

@@ -39,6 +39,8 @@ enum Command {
     Diff(DiffArgs),
     /// The waves of one shader engine's raw thread trace.
     Waves(tt::WavesArgs),
+    /// The shader-data records (s_ttracedata) of one shader engine's raw thread trace.
+    Shaderdata(sqtt_tools::records::ShaderDataArgs),
     /// The realtime markers of one shader engine's raw thread trace and the clock they fit.
     Clock(tt::ClockArgs),
     /// The PM4 packets that start or stop a thread trace.
@@ -80,6 +82,11 @@ impl Common {
 /// How a capture is read (every command that reads one takes these).
 #[derive(Args)]
 struct ReadArgs {
+    /// Which form of the capture to read: raw (the .att traces of the run, decoded here), decoded
+    /// (the ui_output_* directories AMD's decoder wrote), or auto: raw when the run's kernel
+    /// trace names their kernels, else decoded, else raw as a best effort.
+    #[arg(long, value_name = "auto|raw|decoded", default_value = "auto")]
+    input: sqtt_tools::raw::Route,
     /// Demangle C++ names.
     #[arg(long)]
     demangle: bool,
@@ -105,6 +112,7 @@ impl ReadArgs {
             code_objects: self.code_object.iter().chain(more).cloned().collect(),
             short_names: self.short_names,
             demangle: self.demangle,
+            input: self.input,
             outputs: outputs.iter().map(|p| p.to_path_buf()).collect(),
             to_stdout,
         }
@@ -323,6 +331,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Diff(a) => run_diff(&a, &mut out)?,
         Command::Waves(a) => tt::run_waves(&a, &mut out)?,
         Command::Clock(a) => tt::run_clock(&a, &mut out)?,
+        Command::Shaderdata(a) => sqtt_tools::records::run_shaderdata(&a, &mut out)?,
         Command::ThreadTrace(a) => tt::run_thread_trace(&a, &mut out)?,
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "sqtt", &mut out);

@@ -9,7 +9,7 @@ use std::fmt;
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
@@ -195,7 +195,17 @@ impl GpuArgs {
         Ok(w)
     }
 
-    fn decodable(&self) -> Result<(Shape, Generation)> {
+    /// The shape, its generation and the raw trace `file`, read and its header checked against
+    /// the shape ([`read_trace`], [`check_layout`]).
+    pub(crate) fn read(&self, file: &std::path::Path) -> Result<(Shape, Generation, Vec<u8>)> {
+        let (shape, g) = self.decodable()?;
+        let data = read_trace(file)?;
+        check_layout(file, &shape.gpu, g, &data);
+        Ok((shape, g, data))
+    }
+
+    /// The shape and its generation, which must be one with a trace format.
+    pub(crate) fn decodable(&self) -> Result<(Shape, Generation)> {
         let s = self.shape()?;
         let g = s.gpu.generation().ok_or_else(|| {
             usage(format!(
@@ -207,28 +217,20 @@ impl GpuArgs {
     }
 }
 
-/// The largest raw thread trace read (it is read whole).
-const MAX_TRACE_BYTES: u64 = 16 << 30;
-
-/// Reads a raw thread trace with `sqtt_files::input`: only a regular file (a FIFO, a directory
-/// or a device is refused with what it is, so nothing blocks), tested on the path and again on
-/// the opened descriptor (a file swapped between the check and the read is still refused), read
-/// with `pread` no further than the descriptor's size when opened, and at most
-/// [`MAX_TRACE_BYTES`]. A file truncated while it is read is an error, never a signal.
-fn read_trace(path: &std::path::Path) -> Result<Vec<u8>> {
-    use sqtt_files::input;
-    let (f, len) = input::open_regular(path).with_context(|| path.display().to_string())?;
-    if len > MAX_TRACE_BYTES {
-        anyhow::bail!(
-            "{}: it is {len} bytes; a thread trace may have at most {MAX_TRACE_BYTES} bytes",
-            path.display(),
-        );
-    }
-    input::read_all(&f, len).with_context(|| format!("reading {}", path.display()))
+/// Reads a raw thread trace as the tools' raw route reads one ([`crate::raw::read_into`]):
+/// only a regular file (a FIFO, a directory or a device is refused with what it is, so nothing
+/// blocks), tested on the path and again on the opened descriptor (a file swapped between the
+/// check and the read is still refused), read no further than the descriptor's size when opened,
+/// and at most [`crate::raw::MAX_TRACE_BYTES`], into memory reserved fallibly. A file truncated
+/// while it is read is an error, never a signal.
+pub(crate) fn read_trace(path: &std::path::Path) -> Result<Vec<u8>> {
+    let mut data = Vec::new();
+    crate::raw::read_into(path, &mut data)?;
+    Ok(data)
 }
 
 /// Warns when an RDNA file's header names another layout than the GPU's.
-fn check_layout(path: &std::path::Path, gpu: &Gpu, g: Generation, data: &[u8]) {
+pub(crate) fn check_layout(path: &std::path::Path, gpu: &Gpu, g: Generation, data: &[u8]) {
     let Some(want) = sqtt_thread_trace::decode::layout(g) else {
         return;
     };
@@ -246,6 +248,22 @@ fn check_layout(path: &std::path::Path, gpu: &Gpu, g: Generation, data: &[u8]) {
     }
 }
 
+/// Warns when the decoder stopped before the end of `path`'s bytes: the file and the byte
+/// offset, and why (a cut or a corrupt stream).
+pub(crate) fn warn_stop(path: &std::path::Path, summary: &sqtt_thread_trace::decode::Summary) {
+    if let Some(stop) = summary.stop {
+        eprintln!(
+            "warning: {}: decoding stopped: {stop}; what follows is not read",
+            path.display()
+        );
+    }
+}
+
+/// A decoder sink that keeps nothing.
+struct NoSink;
+
+impl sqtt_thread_trace::decode::Sink for NoSink {}
+
 /// `sqtt waves`: the waves of one engine's trace.
 #[derive(Debug, Clone, Args)]
 pub struct WavesArgs {
@@ -260,10 +278,10 @@ pub struct WavesArgs {
 
 /// Runs `sqtt waves`.
 pub fn run_waves(args: &WavesArgs, out: &mut dyn Write) -> Result<()> {
-    let (shape, g) = args.gpu.decodable()?;
-    let data = read_trace(&args.file)?;
-    check_layout(&args.file, &shape.gpu, g, &data);
-    let ws = waves::waves(&shape.gpu, &data);
+    let (shape, _, data) = args.gpu.read(&args.file)?;
+    let mut ws = Vec::new();
+    let summary = waves::waves_into(&shape.gpu, &data, &mut ws);
+    warn_stop(&args.file, &summary);
     if args.json {
         for w in &ws {
             serde_json::to_writer(&mut *out, w)?;
@@ -313,10 +331,12 @@ struct ClockJson<'a> {
 
 /// Runs `sqtt clock`.
 pub fn run_clock(args: &ClockArgs, out: &mut dyn Write) -> Result<()> {
-    let (shape, g) = args.gpu.decodable()?;
+    let (shape, g, data) = args.gpu.read(&args.file)?;
     let gpu = &shape.gpu;
-    let data = read_trace(&args.file)?;
-    check_layout(&args.file, gpu, g, &data);
+    warn_stop(
+        &args.file,
+        &sqtt_thread_trace::decode::decode(g, &data, &mut NoSink),
+    );
     let ms = waves::markers(gpu, &data);
     let map = waves::clock(gpu, &data);
     if args.json {

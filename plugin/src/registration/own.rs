@@ -1,12 +1,12 @@
 //! The plugin's own registration (LLVM 19 and later): `llvmGetPassPluginInfo`, which LLVM's
 //! plugin loader looks up, is defined here (a definition inside the C++ static library would not
-//! be exported from the cdylib); `shim/register.cpp` wraps [`crate::run_phase`] in a C++ module
-//! pass and adds it at the pass builder's hooks.
+//! be exported from the cdylib); `shim/register.cpp` wraps [`crate::pipeline::run_phase`] in a
+//! C++ module pass and adds it at the pass builder's hooks.
 
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 
 use crate::compat::sys::prelude::{LLVMModuleRef, LLVMValueRef};
-use crate::{phase_at, phase_named, run_phase, run_prune, ExtensionPoint, Phase};
+use crate::pipeline::{phase_at, phase_named, run_phase, run_prune, ExtensionPoint, Phase};
 
 /// LLVM's `PassPluginLibraryInfo` (llvm/Passes/PassPlugin.h, llvm/Plugins/PassPlugin.h from 22).
 /// register.cpp checks at compile time that the C++ struct has this size.

@@ -7,7 +7,7 @@ use llvm_plugin::{
     OptimizationLevel, PassBuilder, PipelineParsing, PreservedAnalyses,
 };
 
-use crate::{phase_at, phase_named, run_phase, run_prune, ExtensionPoint, Phase};
+use crate::pipeline::{phase_at, phase_named, run_phase, run_prune, ExtensionPoint, Phase};
 
 #[llvm_plugin::plugin(name = "sqtt", version = "0.1")]
 fn plugin_registrar(builder: &mut PassBuilder) {

@@ -448,7 +448,7 @@ fn decode_legacy(raw: u32) -> DecodedMarker {
 
 /// The pass's event log (a [`RECORD`] pass has one).
 #[inline]
-fn log<'p, S>(p: &'p mut Pass<'_, S>) -> &'p mut Spill {
+pub(super) fn log<'p, S>(p: &'p mut Pass<'_, S>) -> &'p mut Spill {
     p.log.as_mut().expect("a record pass has a log")
 }
 
@@ -621,7 +621,7 @@ const ORDER_BATCH: usize = 1 << 14;
 /// which is what handing on one record per record taken in would give, without moving each
 /// record through the window on its own. In-order records are only appended.
 #[derive(Default)]
-struct Reorder {
+pub(super) struct Reorder {
     /// Records not yet handed on, in time order (but for late ones); all but the last
     /// [`ORDER_WINDOW`] of them are past the window.
     buf: Vec<Record>,
@@ -638,7 +638,7 @@ struct Reorder {
 
 impl Reorder {
     #[inline]
-    fn push(&mut self, r: &Record, f: impl FnMut(&Record)) {
+    pub(super) fn push(&mut self, r: &Record, f: impl FnMut(&Record)) {
         match self.buf.last() {
             Some(b) if r.time < b.time => self.misplaced(r),
             _ => self.buf.push(*r),
@@ -695,7 +695,7 @@ impl Reorder {
         self.buf.insert(pos, *r);
     }
 
-    fn flush(&mut self, mut f: impl FnMut(&Record)) {
+    pub(super) fn flush(&mut self, mut f: impl FnMut(&Record)) {
         for x in &self.buf {
             f(x);
         }
@@ -821,21 +821,23 @@ impl Demux {
         if let Some(se) = cur_se {
             order.flush(|r| self.record::<S, M>(p, se, r));
         }
-        self.stats.files_ok += counts.files_ok;
-        self.stats.files_bad += counts.files_bad;
-        self.stats.records += counts.records;
-        self.finish::<S, M>(ui, p, &order, file_errors);
+        self.finish::<S, M>(ui, p, counts, &order, file_errors);
         Ok(())
     }
 
-    /// The pass's warnings, and the end of every wave still open.
-    fn finish<S: Sink, const M: Mode>(
+    /// The pass's file counts (`counts`: files read and bad, records) and warnings, and the end
+    /// of every wave still open.
+    pub(super) fn finish<S: Sink, const M: Mode>(
         &mut self,
         ui: &UiDir,
         p: &mut Pass<S>,
+        counts: RunStats,
         order: &Reorder,
         file_errors: Vec<String>,
     ) {
+        self.stats.files_ok += counts.files_ok;
+        self.stats.files_bad += counts.files_bad;
+        self.stats.records += counts.records;
         let local = &mut p.diag;
         for e in &file_errors {
             local.warn(kind::BAD_FILE, || e.clone());
@@ -888,7 +890,7 @@ impl Demux {
 
     /// One record, in time order within its shader engine.
     #[inline]
-    fn record<S: Sink, const M: Mode>(&mut self, p: &mut Pass<S>, se: u32, r: &Record) {
+    pub(super) fn record<S: Sink, const M: Mode>(&mut self, p: &mut Pass<S>, se: u32, r: &Record) {
         if r.is_priv() {
             self.stats.priv_records += 1;
             return;

@@ -19,6 +19,7 @@ mod catalog;
 mod clock;
 mod deliver;
 mod demux;
+mod raw_pass;
 mod spill;
 
 use std::path::Path;
@@ -52,6 +53,9 @@ pub struct Options {
     /// Files (an executable or code objects) whose funcmaps serve the dispatches whose code
     /// object the directory does not hold (`--code-object`).
     pub code_objects: Vec<std::path::PathBuf>,
+    /// Which form of the capture to read: the raw traces or the `ui_output_*` directories
+    /// (`--input`).
+    pub input: crate::raw::Route,
     /// The files the run will write (`--svg`, `-o`): one that is one of the trace's inputs is
     /// refused once the inputs are known, before anything is read or written.
     pub outputs: Vec<std::path::PathBuf>,
@@ -78,6 +82,7 @@ impl Default for Options {
             demangle: false,
             short_names: false,
             code_objects: Vec::new(),
+            input: crate::raw::Route::Auto,
             outputs: Vec::new(),
             to_stdout: false,
         }
@@ -248,11 +253,21 @@ impl Trace {
     /// Opens a trace directory, with `code_objects` (`--code-object` files) as the funcmap
     /// source of dispatches whose code object the directory does not hold.
     pub fn open_with(path: &Path, code_objects: &[std::path::PathBuf]) -> Result<Trace, Error> {
+        Trace::open_route(path, code_objects, crate::raw::Route::Auto)
+    }
+
+    /// [`Trace::open_with`], reading the form of the capture `route` picks
+    /// ([`crate::raw::open`]).
+    pub fn open_route(
+        path: &Path,
+        code_objects: &[std::path::PathBuf],
+        route: crate::raw::Route,
+    ) -> Result<Trace, Error> {
         let mut extra = Vec::new();
         for f in code_objects {
             extra.extend(read_option_code_objects(f)?);
         }
-        let dir = TraceDir::open(path)?;
+        let dir = crate::raw::open(path, route)?;
         let mut diag = Diagnostics::default();
         for w in &dir.warnings {
             diag.warn(kind::BAD_FILE, || w.clone());
@@ -278,11 +293,15 @@ impl Trace {
     }
 
     /// Every file the run reads: each ui directory's `filenames.json`, shaderdata files,
-    /// `occupancy.json` and `code.json`, the code object files and the `--code-object` files.
+    /// `occupancy.json` and `code.json` (a raw domain's `.att` files and kernel trace), the code
+    /// object files and the `--code-object` files.
     pub fn input_files(&self) -> Vec<std::path::PathBuf> {
         let mut v = self.option_files.clone();
         v.extend(self.dir.code_object_files.iter().map(|(_, p)| p.clone()));
         for ui in &self.dir.ui_dirs {
+            if let Some(k) = ui.raw.as_ref().and_then(|r| r.kernel_trace.as_ref()) {
+                v.push(k.clone());
+            }
             for f in ["filenames.json", "occupancy.json", "code.json"] {
                 v.push(ui.path.join(f));
             }
@@ -330,7 +349,10 @@ impl Trace {
     ) -> Result<RunStats, Error> {
         let codeobjs = ui.code_objects(&self.files, &mut self.diag);
         let occ_path = ui.path.join("occupancy.json");
-        let occ = if occ_path.is_file() {
+        let occ = if let Some(raw) = &ui.raw {
+            // Its waves are added as its traces are decoded.
+            raw.occupancy()
+        } else if occ_path.is_file() {
             match Occupancy::read(&occ_path) {
                 Ok(o) => o,
                 Err(e) => {
@@ -367,9 +389,9 @@ impl Trace {
             first.want_addr = sink.wants_addresses();
             first.log = spill::Spill::new().ok();
             if first.log.is_some() {
-                demux.pass::<_, { demux::RECORD }>(ui, &mut first, &NoBytes)?;
+                demux.pass_ui::<_, { demux::RECORD }>(ui, &mut first, &NoBytes)?;
             } else {
-                demux.pass::<_, { demux::SURVEY }>(ui, &mut first, &NoBytes)?;
+                demux.pass_ui::<_, { demux::SURVEY }>(ui, &mut first, &NoBytes)?;
             }
             let events = first.log.take().and_then(spill::Spill::finish);
             let diag = std::mem::take(&mut first.diag);
@@ -385,7 +407,7 @@ impl Trace {
             demux.reset();
         }
         let mut pass = Pass::new(&mut catalog, &mut clocks, names, sink);
-        demux.pass::<_, { demux::DIRECT }>(ui, &mut pass, progress)?;
+        demux.pass_ui::<_, { demux::DIRECT }>(ui, &mut pass, progress)?;
         self.diag.merge(&pass.diag);
         self.file_errors.append(&mut demux.file_errors);
         Ok(demux.stats)

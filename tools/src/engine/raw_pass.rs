@@ -1,0 +1,91 @@
+//! A pass over a dispatch's raw traces ([`crate::raw`]): each shader engine's `.att` file
+//! decoded once, its waves added to the occupancy and its records handed to the demultiplexer
+//! in time order, as [`Demux::pass`] hands on the records of the JSON files.
+
+use super::demux::{log, Demux, Mode, Reorder, RECORD};
+use super::{Pass, RunStats, Sink};
+use crate::diag::Progress;
+use crate::error::Error;
+use crate::input::UiDir;
+use crate::raw::{self, kind, RawDomain};
+
+impl Demux {
+    /// One pass over `ui`: its raw traces when it is a raw domain, else its shaderdata files.
+    pub(super) fn pass_ui<S: Sink, const M: Mode>(
+        &mut self,
+        ui: &UiDir,
+        p: &mut Pass<S>,
+        progress: &dyn Progress,
+    ) -> Result<(), Error> {
+        match ui.raw.clone() {
+            Some(raw) => self.pass_raw::<S, M>(ui, &raw, p, progress),
+            None => self.pass::<S, M>(ui, p, progress),
+        }
+    }
+
+    fn pass_raw<S: Sink, const M: Mode>(
+        &mut self,
+        ui: &UiDir,
+        raw: &RawDomain,
+        p: &mut Pass<S>,
+        progress: &dyn Progress,
+    ) -> Result<(), Error> {
+        let mut counts = RunStats::default();
+        let mut file_errors: Vec<String> = Vec::new();
+        let mut order = Reorder::default();
+        // Kept from file to file: the trace read, its records.
+        let mut data = Vec::new();
+        let mut records = Vec::new();
+        for (se, path) in &ui.shaderdata {
+            let se = *se;
+            if let Err(e) = raw::read_into(path, &mut data) {
+                counts.files_bad += 1;
+                file_errors.push(e.to_string());
+                continue;
+            }
+            // A record pass passes the progress on in its log.
+            if M == RECORD {
+                log(p).progress(data.len() as u64);
+            } else {
+                progress.inc(data.len() as u64);
+            }
+            let Some(generation) = raw::generation_of(&data) else {
+                counts.files_bad += 1;
+                p.diag
+                    .warn(kind::NO_GENERATION, || path.display().to_string());
+                continue;
+            };
+            let decoded = raw::decode_engine(generation, se, &data, &mut records);
+            if let Some(stop) = decoded.summary.stop {
+                p.diag.warn(kind::STOPPED, || {
+                    format!("{}: decoding stopped: {stop}", path.display())
+                });
+            }
+            // The engine's waves before its records: a record's wave is found among them.
+            if let Err(e) =
+                raw::add_waves(&mut p.catalog.occ, decoded.waves, raw.occupancy_id, path)
+            {
+                counts.files_bad += 1;
+                file_errors.push(e.to_string());
+                continue;
+            }
+            counts.files_ok += 1;
+            counts.records += records.len() as u64;
+            for r in &records {
+                order.push(&raw::record(r), |x| self.record::<S, M>(p, se, x));
+            }
+            order.flush(|r| self.record::<S, M>(p, se, r));
+        }
+        if raw.kernel.is_none() {
+            let what = if raw.kernel_trace.is_some() {
+                kind::NOT_IN_KERNEL_TRACE
+            } else {
+                kind::NO_KERNEL_TRACE
+            };
+            p.diag
+                .warn(what, || format!("dispatch {} ({})", raw.dispatch, ui.name));
+        }
+        self.finish::<S, M>(ui, p, counts, &order, file_errors);
+        Ok(())
+    }
+}

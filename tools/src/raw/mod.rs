@@ -1,0 +1,481 @@
+//! What `rocprofv3 --att` writes during the run, read without AMD's decoder: the raw traces
+//! `<pid>_<agent>_shader_engine_<se>_<dispatch>.att`, the code objects
+//! `<pid>_<gfx>_code_object_id_<N>.out` and the run's kernel trace ([`kernels`]). Each
+//! dispatch's traces make one time domain, named as rocprofv3 names the ui directory it would
+//! decode them into (`ui_output_agent_<agent>_dispatch_<dispatch>`); its records and waves come
+//! from `sqtt-thread-trace`'s decoders, which read the streams as AMD's decoder does, and go
+//! through the engine as the JSON ones do.
+
+pub mod kernels;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sqtt_thread_trace::decode::{self, Sink as DecodeSink};
+use sqtt_thread_trace::Generation;
+
+use crate::error::Error;
+use crate::input::{code_object_id_of, slot_key, wave_spans, Occupancy, TraceDir, UiDir};
+use crate::shaderdata::Record;
+use kernels::{DispatchKernel, Format, KernelTrace};
+
+/// Which of a directory's two forms of the same capture the tools read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Route {
+    /// The raw traces when a kernel trace names their kernels (the same output, faster, and
+    /// AMD's decoder's reading of every stream); else the `ui_output_*` directories; else the raw
+    /// traces as a best effort.
+    #[default]
+    Auto,
+    /// The raw `.att` traces.
+    Raw,
+    /// The `ui_output_*` directories AMD's decoder wrote.
+    Decoded,
+}
+
+impl std::str::FromStr for Route {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Route, String> {
+        match s {
+            "auto" => Ok(Route::Auto),
+            "raw" => Ok(Route::Raw),
+            "decoded" | "ui" => Ok(Route::Decoded),
+            _ => Err(format!(
+                "{s:?}: expected auto, raw (the .att traces) or decoded (the ui_output_* directories)"
+            )),
+        }
+    }
+}
+
+/// Warning kinds of the raw route.
+pub mod kind {
+    pub const NO_KERNEL_TRACE: &str = "raw traces read without a kernel trace: rerun rocprofv3 with --kernel-trace to name their kernels; best effort: each dispatch's waves are taken for the kernel of its code object's K: row";
+    pub const NOT_IN_KERNEL_TRACE: &str =
+        "raw traces of dispatches the kernel trace does not list (their kernels unnamed)";
+    pub const STOPPED: &str = "raw traces whose decoding stopped before their end";
+    pub const NO_GENERATION: &str =
+        "raw traces of no known stream format (no RDNA layout 3 or 4 header, no GFX9 header; skipped)";
+}
+
+/// One dispatch's raw traces: a time domain.
+#[derive(Debug, Clone)]
+pub struct RawDomain {
+    pub dispatch: u64,
+    /// `<pid>_<agent>` of the file names.
+    pub prefix: String,
+    pub agent: String,
+    /// What the kernel trace says of the dispatch.
+    pub kernel: Option<DispatchKernel>,
+    /// The process's kernel trace, when it has one.
+    pub kernel_trace: Option<PathBuf>,
+    /// The dispatch's kernel ID in occupancy, numbered as AMD's decoder's tool numbers them:
+    /// each kernel entry point from 1, in the order the dispatches (in ascending order) first
+    /// run it.
+    pub occupancy_id: u64,
+}
+
+impl RawDomain {
+    /// The occupancy of the domain before its waves are decoded: the dispatch's kernel name and
+    /// code object.
+    pub fn occupancy(&self) -> Occupancy {
+        let mut o = Occupancy {
+            present: true,
+            ..Occupancy::default()
+        };
+        if let Some(k) = &self.kernel {
+            o.dispatches
+                .insert(self.occupancy_id, k.kernel_name.clone());
+            if let Some(co) = k.code_object_id {
+                o.dispatch_codeobj.insert(self.occupancy_id, co);
+            }
+        }
+        o
+    }
+}
+
+/// `<pid>_<agent>_shader_engine_<se>_<dispatch>.att` -> (`<pid>_<agent>`, se, dispatch).
+pub fn att_name(name: &str) -> Option<(String, u32, u64)> {
+    let stem = name.strip_suffix(".att")?;
+    let (head, dispatch) = stem.rsplit_once('_')?;
+    let (prefix, se) = head.rsplit_once("shader_engine_")?;
+    let prefix = prefix.strip_suffix('_').unwrap_or(prefix);
+    Some((prefix.to_string(), se.parse().ok()?, dispatch.parse().ok()?))
+}
+
+/// The process ID a rocprofv3 file name starts with (`<pid>_...`).
+fn pid_of(name: &str) -> Option<&str> {
+    let (pid, _) = name.split_once('_')?;
+    pid.bytes().all(|b| b.is_ascii_digit()).then_some(pid)
+}
+
+/// The files of a raw capture under a directory.
+#[derive(Debug, Default)]
+pub struct RawFiles {
+    /// (prefix, dispatch) -> (se, file).
+    pub traces: BTreeMap<(String, u64), Vec<(u32, PathBuf)>>,
+    pub code_objects: Vec<(u64, PathBuf)>,
+    /// Kernel trace files, by format preference (SQLite, JSON, CSV).
+    pub kernel_traces: Vec<(Format, PathBuf)>,
+}
+
+/// How deep below the given directory raw files are looked for (`DIR/<host>/` is 1).
+const MAX_DEPTH: usize = 4;
+
+impl RawFiles {
+    /// The raw traces, code objects and kernel traces under `dir` (symbolic links to
+    /// directories are not followed; `ui_output_*` directories not entered).
+    pub fn find(dir: &Path) -> RawFiles {
+        let mut f = RawFiles::default();
+        f.walk(dir, 0);
+        for v in f.traces.values_mut() {
+            v.sort();
+        }
+        f.code_objects.sort();
+        f.kernel_traces.sort();
+        f
+    }
+
+    fn walk(&mut self, dir: &Path, depth: usize) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in rd.flatten() {
+            let Ok(ft) = entry.file_type() else { continue };
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if ft.is_dir() {
+                if depth < MAX_DEPTH && !name.starts_with("ui_") {
+                    self.walk(&entry.path(), depth + 1);
+                }
+            } else if let Some((prefix, se, dispatch)) = att_name(&name) {
+                self.traces
+                    .entry((prefix, dispatch))
+                    .or_default()
+                    .push((se, entry.path()));
+            } else if let Some(id) = code_object_id_of(&name) {
+                self.code_objects.push((id, entry.path()));
+            } else if let Some(format) = Format::of(&name) {
+                self.kernel_traces.push((format, entry.path()));
+            }
+        }
+    }
+
+    /// The kernel trace of the process `pid`: its file (named `<pid>_...`) in the format
+    /// preferred (SQLite, then JSON, then CSV), or the only kernel trace there is.
+    fn kernel_trace_for(&self, pid: Option<&str>) -> Option<(Format, &Path)> {
+        let named = |p: &Path| {
+            p.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .and_then(|n| pid_of(&n).map(str::to_string))
+        };
+        let mine: Vec<&(Format, PathBuf)> = self
+            .kernel_traces
+            .iter()
+            .filter(|(_, p)| pid.is_some() && named(p).as_deref() == pid)
+            .collect();
+        let pick = if mine.is_empty() {
+            let pids: std::collections::BTreeSet<Option<String>> =
+                self.kernel_traces.iter().map(|(_, p)| named(p)).collect();
+            if pids.len() == 1 {
+                self.kernel_traces.first()
+            } else {
+                None
+            }
+        } else {
+            mine.first().copied()
+        };
+        pick.map(|(f, p)| (*f, p.as_path()))
+    }
+}
+
+/// Opens `dir` by `route`: its `ui_output_*` directories ([`TraceDir::open`]), or its raw traces
+/// as one time domain per dispatch. Errors name what is missing and the option that reads the
+/// other form.
+pub fn open(dir: &Path, route: Route) -> Result<TraceDir, Error> {
+    if route == Route::Decoded {
+        return TraceDir::open(dir).map_err(|e| match e {
+            Error::NotATraceDir(p) if !RawFiles::find(&p).traces.is_empty() => Error::Unusable(
+                format!(
+                    "{}: no ui_output_* directory (AMD's decoder's output), only raw .att traces: read them with --input raw (or auto)",
+                    p.display()
+                ),
+            ),
+            e => e,
+        });
+    }
+    let meta = std::fs::metadata(dir).map_err(|e| Error::io(dir, e))?;
+    let files = if meta.is_dir() {
+        RawFiles::find(dir)
+    } else {
+        RawFiles::default()
+    };
+    if files.traces.is_empty() {
+        return match route {
+            Route::Raw => Err(Error::Unusable(format!(
+                "{}: no raw traces (<pid>_<agent>_shader_engine_<se>_<dispatch>.att) in it or below it; rocprofv3 --att writes them",
+                dir.display()
+            ))),
+            _ => TraceDir::open(dir),
+        };
+    }
+    let mut warnings = Vec::new();
+    let mut traces: BTreeMap<Option<String>, Option<KernelTrace>> = BTreeMap::new();
+    for (prefix, _) in files.traces.keys() {
+        let pid = pid_of(prefix).map(str::to_string);
+        if traces.contains_key(&pid) {
+            continue;
+        }
+        let kt = match files.kernel_trace_for(pid.as_deref()) {
+            Some((format, path)) => match KernelTrace::read(path, format) {
+                Ok(k) => Some(k),
+                Err(e) => {
+                    warnings.push(e.to_string());
+                    None
+                }
+            },
+            None => None,
+        };
+        traces.insert(pid, kt);
+    }
+    let named = traces.values().all(Option::is_some);
+    if route == Route::Auto && !named {
+        // The decoded directories, when there are any, name every dispatch's kernel.
+        if let Ok(d) = TraceDir::open(dir) {
+            return Ok(d);
+        }
+    }
+    let mut ui_dirs = Vec::new();
+    let mut entry_ids: BTreeMap<(Option<String>, u64), u64> = BTreeMap::new();
+    // Dispatches in ascending order, as rocprofv3 decodes them (its map of dispatches).
+    let mut order: Vec<&(String, u64)> = files.traces.keys().collect();
+    order.sort_by_key(|(prefix, d)| (*d, prefix.clone()));
+    for key @ (prefix, dispatch) in order {
+        let se_files = &files.traces[key];
+        let pid = pid_of(prefix).map(str::to_string);
+        let trace = traces.get(&pid).and_then(|k| k.as_ref());
+        let kernel = trace.and_then(|k| k.dispatches.get(dispatch)).cloned();
+        let agent = match pid.as_deref() {
+            Some(p) => prefix[p.len()..].trim_start_matches('_').to_string(),
+            None => prefix.clone(),
+        };
+        let next = entry_ids.len() as u64 + 1;
+        let occupancy_id = match &kernel {
+            Some(k) => *entry_ids.entry((pid.clone(), k.kernel_id)).or_insert(next),
+            None => *dispatch,
+        };
+        let domain = RawDomain {
+            dispatch: *dispatch,
+            prefix: prefix.clone(),
+            agent: agent.clone(),
+            kernel,
+            kernel_trace: trace.map(|k| k.path.clone()),
+            occupancy_id,
+        };
+        let name = format!("ui_output_agent_{agent}_dispatch_{dispatch}");
+        let parent = se_files[0]
+            .1
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        ui_dirs.push(UiDir {
+            path: parent.join(&name),
+            name,
+            gfxip: None,
+            shaderdata: se_files.clone(),
+            code_object_files: code_objects_of(&files.code_objects, pid.as_deref()),
+            raw: Some(Arc::new(domain)),
+            repeated_listings: Default::default(),
+        });
+    }
+    // One domain name per dispatch and agent; several processes in one directory are told
+    // apart by their process ID.
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for u in &ui_dirs {
+        *count.entry(u.name.clone()).or_default() += 1;
+    }
+    for u in &mut ui_dirs {
+        if count[&u.name] > 1 {
+            let prefix = &u.raw.as_ref().map(|r| r.prefix.clone()).unwrap_or_default();
+            u.name = format!("{prefix}_{}", u.name);
+        }
+    }
+    Ok(TraceDir {
+        root: dir.to_path_buf(),
+        ui_dirs,
+        code_object_files: files.code_objects.clone(),
+        searched: vec![dir.to_path_buf()],
+        warnings,
+    })
+}
+
+/// The code objects of the process `pid`: its files (`<pid>_..._code_object_id_<N>.out`), one
+/// per ID, or every file when none is named by it.
+fn code_objects_of(all: &[(u64, PathBuf)], pid: Option<&str>) -> Vec<(u64, PathBuf)> {
+    let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    let mine: Vec<(u64, PathBuf)> = all
+        .iter()
+        .filter(|(_, p)| pid.is_some() && name(p).as_deref().and_then(pid_of) == pid)
+        .cloned()
+        .collect();
+    let mut out: BTreeMap<u64, PathBuf> = BTreeMap::new();
+    for (id, p) in if mine.is_empty() { all.to_vec() } else { mine } {
+        out.entry(id).or_insert(p);
+    }
+    out.into_iter().collect()
+}
+
+/// The generation a raw trace's bytes were written by: an RDNA stream's layout header (3:
+/// GFX11, 4: GFX12), or the header rocprofv3 puts before a GFX9 trace.
+pub fn generation_of(data: &[u8]) -> Option<Generation> {
+    match decode::header_layout(data) {
+        Some(3) => Some(Generation::Gfx11),
+        Some(4) => Some(Generation::Gfx12),
+        _ if decode::gfx9_header(data) => Some(Generation::Gfx9),
+        _ => None,
+    }
+}
+
+/// The largest raw trace read (it is read whole).
+pub const MAX_TRACE_BYTES: u64 = 16 << 30;
+
+/// Reads one raw trace into `buf` (kept between files: its pages are touched once): only a
+/// regular file ([`sqtt_files::input::open_regular`]), no further than its size when opened, at
+/// most [`MAX_TRACE_BYTES`], into memory reserved fallibly; a file that shrinks while read is an
+/// error. `sqtt waves`, `clock` and `shaderdata` read their trace by it too.
+pub fn read_into(path: &Path, buf: &mut Vec<u8>) -> Result<(), Error> {
+    use std::io::Read;
+    let (f, len) = sqtt_files::input::open_regular(path).map_err(|e| Error::io(path, e))?;
+    if len > MAX_TRACE_BYTES {
+        return Err(Error::Malformed {
+            path: path.to_path_buf(),
+            reason: format!(
+                "it is {len} bytes; a raw trace may have at most {MAX_TRACE_BYTES} bytes"
+            ),
+        });
+    }
+    buf.clear();
+    let want = len as usize;
+    if buf.capacity() < want {
+        // Out of memory (or above `ulimit -v`) is this file's error, not an abort.
+        buf.try_reserve_exact(want)
+            .map_err(|_| Error::io(path, sqtt_files::input::out_of_memory(len)))?;
+        advise_huge_pages(buf);
+    }
+    (&f).take(len)
+        .read_to_end(buf)
+        .map_err(|e| Error::io(path, e))?;
+    if buf.len() < want {
+        return Err(Error::Malformed {
+            path: path.to_path_buf(),
+            reason: format!(
+                "it shrank from {want} to {} bytes while it was read (is it being rewritten?)",
+                buf.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Asks the kernel for huge pages under `buf`'s capacity: a trace of tens of megabytes is then
+/// read into a few dozen pages instead of thousands (each faulted in, zeroed and freed). Only
+/// advice: nothing changes where the kernel does not take it.
+fn advise_huge_pages(buf: &mut Vec<u8>) {
+    const PAGE: usize = 4096;
+    let start = buf.as_mut_ptr() as usize;
+    let end = start + buf.capacity();
+    let (a, b) = (start.div_ceil(PAGE) * PAGE, end / PAGE * PAGE);
+    if b > a {
+        // SAFETY: the range lies inside `buf`'s allocation, which this process owns; the advice
+        // changes no memory contents.
+        unsafe {
+            libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+/// One shader engine's trace decoded: its waves as occupancy rows (start or end, time) by slot
+/// key, and what the decoder saw.
+pub struct Decoded {
+    pub waves: BTreeMap<u64, Vec<(u64, bool)>>,
+    pub summary: decode::Summary,
+}
+
+struct Collect<'a> {
+    se: u32,
+    generation: Generation,
+    records: &'a mut Vec<decode::ShaderData>,
+    waves: BTreeMap<u64, Vec<(u64, bool)>>,
+}
+
+impl Collect<'_> {
+    fn wave(&mut self, cu: u32, simd: u32, slot: u32, time: u64, start: bool) {
+        let cu = u32::from(decode::amd_cu(self.generation, cu));
+        self.waves
+            .entry(slot_key(self.se, cu, simd, slot))
+            .or_default()
+            .push((time, start));
+    }
+}
+
+impl DecodeSink for Collect<'_> {
+    fn wave_start(&mut self, cu: u32, simd: u32, slot: u32, time: u64) {
+        self.wave(cu, simd, slot, time, true);
+    }
+    fn wave_end(&mut self, cu: u32, simd: u32, slot: u32, time: u64) {
+        self.wave(cu, simd, slot, time, false);
+    }
+    #[inline]
+    fn shader_data(&mut self, r: decode::ShaderData) {
+        self.records.push(r);
+    }
+}
+
+/// Decodes one shader engine's trace `data` of `generation`: its records into `records` (in
+/// stream order; emptied first), its waves returned.
+pub fn decode_engine(
+    generation: Generation,
+    se: u32,
+    data: &[u8],
+    records: &mut Vec<decode::ShaderData>,
+) -> Decoded {
+    records.clear();
+    let mut c = Collect {
+        se,
+        generation,
+        records,
+        waves: BTreeMap::new(),
+    };
+    let summary = decode::decode(generation, data, &mut c);
+    Decoded {
+        waves: c.waves,
+        summary,
+    }
+}
+
+/// A decoded record as the engine reads a shaderdata row.
+#[inline]
+pub fn record(r: &decode::ShaderData) -> Record {
+    Record {
+        time: r.time,
+        value: r.value,
+        cu: u32::from(r.cu),
+        simd: u32::from(r.simd),
+        wave_id: u32::from(r.wave),
+        flags: u32::from(r.flags),
+    }
+}
+
+/// Adds one engine's waves (decoded from `path`), all of dispatch `kernel_id`, to `occ` as
+/// `Occupancy::read` makes them of `occupancy.json`'s rows.
+pub fn add_waves(
+    occ: &mut Occupancy,
+    waves: BTreeMap<u64, Vec<(u64, bool)>>,
+    kernel_id: u64,
+    path: &Path,
+) -> Result<(), Error> {
+    for (key, rows) in waves {
+        let rows = rows.into_iter().map(|(t, s)| (t, s, kernel_id)).collect();
+        occ.slots.insert(key, wave_spans(rows, path)?);
+    }
+    Ok(())
+}
