@@ -345,14 +345,15 @@ HEADERS=${SQTT_AMD_HEADERS:-ours}
 directory, rocprof-trace-decoder's test/markers) and/or SQTT_AMD_LIT_TESTS=DIR (amd/sqtt-marker/test)"
 if [ -n "$RUN_TESTS" ]; then
   [ -d "$RUN_TESTS" ] || RUN_TESTS=$(dirname "$RUN_TESTS")
-  RUN_TESTS=$(cd "$RUN_TESTS" && pwd)
+  RUN_TESTS=$(cd "$RUN_TESTS" 2>/dev/null && pwd) ||
+    die "SQTT_AMD_RUN_TESTS: no run_tests.py or directory $SQTT_AMD_RUN_TESTS"
   [ -f "$RUN_TESTS/run_tests.py" ] && [ -d "$RUN_TESTS/kernels" ] ||
     die "SQTT_AMD_RUN_TESTS: no run_tests.py with kernels/ beside it in $RUN_TESTS"
 else
   RUN_TESTS=-
 fi
 if [ -n "$LIT_TESTS" ]; then
-  LIT_TESTS=$(cd "$LIT_TESTS" 2>/dev/null && pwd) || die "SQTT_AMD_LIT_TESTS: no directory $LIT_TESTS"
+  LIT_TESTS=$(cd "$LIT_TESTS" 2>/dev/null && pwd) || die "SQTT_AMD_LIT_TESTS: no directory $SQTT_AMD_LIT_TESTS"
   ls "$LIT_TESTS"/*.ll >/dev/null 2>&1 || die "SQTT_AMD_LIT_TESTS: no .ll lit tests in $LIT_TESTS"
 else
   LIT_TESTS=-
@@ -360,6 +361,10 @@ fi
 case $HEADERS in ours | amd) ;; *) die "SQTT_AMD_HEADERS: '$HEADERS' is not one of: ours, amd" ;; esac
 TOOLCHAINS=("$@")
 [ ${#TOOLCHAINS[@]} -gt 0 ] || TOOLCHAINS=(hipcc5 llvm22 sid experimental)
+for tc in "${TOOLCHAINS[@]}"; do
+  case $tc in hipcc5 | llvm22 | sid | experimental) ;;
+  *) die "unknown toolchain '$tc' (accepted: hipcc5, llvm22, sid, experimental)" ;; esac
+done
 mkdir -p "$OUT"
 
 # Builds the host plugin for MAJOR (15: the default build) unless SQTT_AMD_PLUGIN_<MAJOR> names one.
