@@ -237,7 +237,11 @@ run_amd_lit() {
       if grep -qE "unknown target CPU|[Ii]nvalid target ID|is not a recognized processor" "$log"; then
         status=n/r why="LLVM $major does not know the target: $(grep -m1 -oE "(unknown target CPU|[Ii]nvalid target ID) '[^']*'|'[^']*' is not a recognized processor" "$log")"
       elif [ $status = fail ]; then
-        why=$(grep -m1 -E 'error:|Error|Traceback|not found' "$log" | sed 's/^.*\(error: \)/\1/' | cut -c1-160)
+        why=$(grep -m1 -E 'error:|Error|Traceback|not found' "$log" | sed 's/^.*\(error: \)/\1/' | cut -c1-120)
+        # FileCheck's failure: the directive that failed, as written.
+        local directive
+        directive=$(grep -m1 -A1 'error: .*expected string not found' "$log" | sed -n '2s/^[/; ]*//p')
+        [ -z "$directive" ] || why="$why: $directive"
         [ -n "$why" ] || why=$(grep -v '^\$ ' "$log" | tail -1 | cut -c1-160)
         # clang 15 asks for the device library on a C compile for amdgcn (AMD's RUN lines give
         # no -nogpulib there).
@@ -305,7 +309,11 @@ print_totals() {
     if grep -qP '\t(fail|n/r)\t' "$rows"; then
       echo
       echo "${LABEL[$tc]}:"
-      awk -F'\t' '$3 != "pass" { printf "  %-5s %-13s %-38s %s\n", $3, $1, $2, $4 }' "$rows"
+      # One line each: the first message, and how many more there are.
+      awk -F'\t' '$3 != "pass" {
+          why = $4; n = split(why, parts, /; (full M0 trace|Missing|Unexpected)/)
+          if (n > 1) why = parts[1] " (and " n - 1 " more)"
+          printf "  %-5s %-13s %-38s %s\n", $3, $1, $2, substr(why, 1, 170) }' "$rows"
     fi
   done
 }
