@@ -237,10 +237,10 @@ run_amd_lit() {
       if grep -qE "unknown target CPU|[Ii]nvalid target ID|is not a recognized processor" "$log"; then
         status=n/r why="LLVM $major does not know the target: $(grep -m1 -oE "(unknown target CPU|[Ii]nvalid target ID) '[^']*'|'[^']*' is not a recognized processor" "$log")"
       elif [ $status = fail ]; then
-        why=$(grep -m1 -E 'error:|Error|Traceback|not found' "$log" | sed 's/^.*\(error: \)/\1/' | cut -c1-120)
+        why=$(grep -m1 -E 'error:|Error|Traceback|not found' "$log" | sed 's/^.*\(error: \)/\1/' | cut -c1-120 || true)
         # FileCheck's failure: the directive that failed, as written.
         local directive
-        directive=$(grep -m1 -A1 'error: .*expected string not found' "$log" | sed -n '2s/^[/; ]*//p')
+        directive=$(grep -m1 -A1 'error: .*expected string not found' "$log" | sed -n '2s/^[/; ]*//p' || true)
         [ -z "$directive" ] || why="$why: $directive"
         [ -n "$why" ] || why=$(grep -v '^\$ ' "$log" | tail -1 | cut -c1-160)
         # clang 15 asks for the device library on a C compile for amdgcn (AMD's RUN lines give
