@@ -624,7 +624,7 @@ pub fn test_multi_arch(default: &[String]) -> Vec<String> {
 /// - `imm:0x<hex>` for `s_ttracedata_imm`;
 /// - `m0:<value>` for `s_ttracedata`, with the value last written to M0: decimal, `dyn` when it
 ///   came from a VGPR (`v_readfirstlane_b32`), `?` when unknown. Unoptimised code moves the
-///   value through an SGPR first, which is followed.
+///   value through an SGPR or two first, which is followed.
 ///
 /// A trailing `+nop` means the record is the whole unit `s_mov_b32 m0, <v>` / `s_nop N` /
 /// `s_ttracedata` with nothing in between (the gfx9 hazard form).
@@ -675,6 +675,12 @@ pub fn marker_trace(insts: &[String]) -> Vec<String> {
                     match (op, number(src)) {
                         ("s_mov_b32", Some(n)) => {
                             sgpr.insert(dst.to_string(), n.to_string());
+                        }
+                        // A copy keeps what the source held (-O0 on LLVM 21 copies the
+                        // readfirstlane's result once more before the record's `s_mov_b32 m0`).
+                        ("s_mov_b32", None) if sgpr.contains_key(src) => {
+                            let v = sgpr[src].clone();
+                            sgpr.insert(dst.to_string(), v);
                         }
                         ("v_readfirstlane_b32", _) => {
                             sgpr.insert(dst.to_string(), "dyn".into());
@@ -775,10 +781,27 @@ k:
 \ts_ttracedata_imm 0xc
 \tv_readfirstlane_b32 m0, v1
 \ts_ttracedata
+\tv_readfirstlane_b32 s0, v2
+\ts_mov_b32 s1, s0
+\ts_mov_b32 m0, s1
+\ts_nop 0
+\ts_ttracedata
+\ts_mov_b32 s2, s9
+\ts_mov_b32 m0, s2
+\ts_nop 0
+\ts_ttracedata
 ";
         assert_eq!(
             marker_trace(&all_instructions(asm)),
-            ["m0:6+nop", "m0:28+nop", "m0:dyn", "imm:0xc", "m0:dyn"]
+            [
+                "m0:6+nop",
+                "m0:28+nop",
+                "m0:dyn",
+                "imm:0xc",
+                "m0:dyn",
+                "m0:dyn+nop",
+                "m0:?+nop"
+            ]
         );
     }
 
