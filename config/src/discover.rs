@@ -255,8 +255,11 @@ mod tests {
 
     impl Tree {
         fn new(name: &str) -> Tree {
-            let root =
-                std::env::temp_dir().join(format!("sqtt-discover-{name}-{}", std::process::id()));
+            let root = tempfile::Builder::new()
+                .prefix(&format!("sqtt-discover-{name}-"))
+                .tempdir()
+                .unwrap()
+                .keep();
             let _ = std::fs::remove_dir_all(&root);
             std::fs::create_dir_all(root.join("s/p")).unwrap();
             chmod(&root, 0o755);

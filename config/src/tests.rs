@@ -162,7 +162,11 @@ fn toml_file_and_env_precedence() {
     assert_eq!(s.scope.simd, 1);
     assert_eq!(s.shader_clock_shift, 6);
 
-    let dir = std::env::temp_dir().join(format!("sqtt-config-test-{}", std::process::id()));
+    let dir = tempfile::Builder::new()
+        .prefix("sqtt-config-test-")
+        .tempdir()
+        .unwrap()
+        .keep();
     std::fs::create_dir_all(dir.join("a/b")).unwrap();
     std::fs::write(dir.join(CONFIG_FILE_NAME), text).unwrap();
     let found = locate_config(None, &dir.join("a/b"), &env(&[]));
@@ -257,7 +261,11 @@ fn the_example_file_holds_every_key_at_its_default() {
 
 #[test]
 fn only_a_regular_file_of_bounded_size_is_read_as_configuration() {
-    let dir = std::env::temp_dir().join(format!("sqtt-config-kinds-{}", std::process::id()));
+    let dir = tempfile::Builder::new()
+        .prefix("sqtt-config-kinds-")
+        .tempdir()
+        .unwrap()
+        .keep();
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let fifo = dir.join("fifo.toml");
@@ -327,7 +335,11 @@ fn a_conflict_from_the_file_names_its_keys() {
     );
     assert!(!msg.contains("SQTT_"), "{msg}");
     // Through load: the file's key, and the variable that replaced the other one.
-    let dir = std::env::temp_dir().join(format!("sqtt-config-conflict-{}", std::process::id()));
+    let dir = tempfile::Builder::new()
+        .prefix("sqtt-config-conflict-")
+        .tempdir()
+        .unwrap()
+        .keep();
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("sqtt.toml");
     std::fs::write(&path, "trace_addresses = \"lds\"\nshader_clock_bits = 8\n").unwrap();
@@ -466,7 +478,11 @@ fn every_instrumentation_setting_has_a_plugin_option_named_as_amds_pass_names_it
 
 #[test]
 fn plugin_options_override_the_file_and_the_environment() {
-    let dir = std::env::temp_dir().join(format!("sqtt-config-options-{}", std::process::id()));
+    let dir = tempfile::Builder::new()
+        .prefix("sqtt-config-options-")
+        .tempdir()
+        .unwrap()
+        .keep();
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join(CONFIG_FILE_NAME);
     std::fs::write(&file, "mem_barrier = \"asm\"\ninstrument_barriers = true\n").unwrap();

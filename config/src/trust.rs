@@ -182,7 +182,11 @@ mod tests {
 
     #[test]
     fn writers_by_mode_and_owner() {
-        let dir = std::env::temp_dir().join(format!("sqtt-trust-{}", std::process::id()));
+        let dir = tempfile::Builder::new()
+            .prefix("sqtt-trust-")
+            .tempdir()
+            .unwrap()
+            .keep();
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("f");
         std::fs::write(&f, "x").unwrap();

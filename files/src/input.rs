@@ -190,7 +190,11 @@ mod tests {
 
     #[test]
     fn non_regular_files_are_named_and_never_block() {
-        let dir = std::env::temp_dir().join(format!("sqtt-files-input-{}", std::process::id()));
+        let dir = tempfile::Builder::new()
+            .prefix("sqtt-files-input-")
+            .tempdir()
+            .unwrap()
+            .keep();
         std::fs::create_dir_all(&dir).unwrap();
         assert_eq!(err(&dir), "it is a directory, not a regular file");
         let fifo = dir.join("fifo");
@@ -225,7 +229,11 @@ mod tests {
 
     #[test]
     fn size_bound_and_contents() {
-        let dir = std::env::temp_dir().join(format!("sqtt-files-size-{}", std::process::id()));
+        let dir = tempfile::Builder::new()
+            .prefix("sqtt-files-size-")
+            .tempdir()
+            .unwrap()
+            .keep();
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("f");
         std::fs::write(&f, b"hello").unwrap();

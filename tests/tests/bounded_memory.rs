@@ -19,7 +19,11 @@ const G: u64 = 1 << 30;
 const LIMIT_KIB: u64 = 256 << 10;
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sqtt-e2e-bounded-{name}-{}", std::process::id()));
+    let d = tempfile::Builder::new()
+        .prefix(&format!("sqtt-e2e-bounded-{name}-"))
+        .tempdir()
+        .unwrap()
+        .keep();
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -38,7 +38,11 @@ struct Fixture {
 fn fx() -> &'static Fixture {
     static FX: OnceLock<Fixture> = OnceLock::new();
     FX.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("sqtt-e2e-check-{}", std::process::id()));
+        let dir = tempfile::Builder::new()
+        .prefix("sqtt-e2e-check-")
+        .tempdir()
+        .unwrap()
+        .keep();
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let src = funcmap_source(&[("__gfx90a__", FULL)], Some(LACKING));

@@ -14,7 +14,11 @@ use sqtt_codeobj::bundle::write_plain;
 use sqtt_e2e::driver::driver;
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sqtt-e2e-hostile-{name}-{}", std::process::id()));
+    let d = tempfile::Builder::new()
+        .prefix(&format!("sqtt-e2e-hostile-{name}-"))
+        .tempdir()
+        .unwrap()
+        .keep();
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -19,7 +19,11 @@ use sqtt_e2e::toolchain::hipcc;
 fn fixture() -> &'static (PathBuf, PathBuf) {
     static FX: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     FX.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("sqtt-e2e-write-{}", std::process::id()));
+        let dir = tempfile::Builder::new()
+            .prefix("sqtt-e2e-write-")
+            .tempdir()
+            .unwrap()
+            .keep();
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let src = funcmap_source(

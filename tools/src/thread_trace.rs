@@ -591,7 +591,11 @@ mod read_race {
     /// reads past the size it saw, none signals.
     #[test]
     fn a_file_swapped_or_truncated_between_check_and_read_gives_one_files_data_or_an_error() {
-        let dir = std::env::temp_dir().join(format!("sqtt-tt-race-{}", std::process::id()));
+        let dir = tempfile::Builder::new()
+            .prefix("sqtt-tt-race-")
+            .tempdir()
+            .unwrap()
+            .keep();
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("se0.att");

@@ -270,7 +270,11 @@ fn usage_errors_exit_2_naming_the_option() {
 
 #[test]
 fn corrupt_and_missing_files() {
-    let dir = std::env::temp_dir().join(format!("sqtt-cli-{}", std::process::id()));
+    let dir = tempfile::Builder::new()
+        .prefix("sqtt-cli-")
+        .tempdir()
+        .unwrap()
+        .keep();
     std::fs::create_dir_all(&dir).unwrap();
     let bad: PathBuf = dir.join("corrupt.att");
     let mut bytes = Vec::new();
