@@ -38,11 +38,12 @@ struct Fixture {
 fn fx() -> &'static Fixture {
     static FX: OnceLock<Fixture> = OnceLock::new();
     FX.get_or_init(|| {
+        // Built once per run and never removed (a static): under target/, not /tmp.
         let dir = tempfile::Builder::new()
-        .prefix("sqtt-e2e-check-")
-        .tempdir()
-        .unwrap()
-        .keep();
+            .prefix("sqtt-e2e-check-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap()
+            .keep();
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let src = funcmap_source(&[("__gfx90a__", FULL)], Some(LACKING));

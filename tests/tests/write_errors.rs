@@ -19,9 +19,10 @@ use sqtt_e2e::toolchain::hipcc;
 fn fixture() -> &'static (PathBuf, PathBuf) {
     static FX: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     FX.get_or_init(|| {
+        // Built once per run and never removed (a static): under target/, not /tmp.
         let dir = tempfile::Builder::new()
             .prefix("sqtt-e2e-write-")
-            .tempdir()
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
             .unwrap()
             .keep();
         let _ = std::fs::remove_dir_all(&dir);
