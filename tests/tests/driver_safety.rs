@@ -666,10 +666,22 @@ fn kill(sig: &str, target: &str) {
 /// A compile whose source is a FIFO nobody writes: hipcc's clang waits for it for ever.
 /// Returns the process (the leader of a process group of its own) and hipcc's process tree
 /// once clang is there.
+/// The signals the test sends start at their default action in the compile, however the test
+/// itself was started (under `nohup` SIGHUP comes ignored, and the wrapper, as it should, keeps
+/// an ignored signal ignored).
 fn blocked_compile(mut cmd: Command) -> (Child, Vec<u32>) {
     cmd.process_group(0)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // SAFETY: between fork and exec only signal(2), which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
     let mut child = cmd.spawn().unwrap();
     let start = Instant::now();
     let tree = loop {
