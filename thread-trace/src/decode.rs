@@ -61,6 +61,67 @@ pub trait Sink {
     fn dropped_shader_data(&mut self, _record: ShaderData) {}
 }
 
+/// A [`Sink`] that takes a part of a stream decoded apart, before the part's start time is
+/// known: the second half of a stream walked in two halves (see the module's notes). A plain
+/// sink ([`decode`]) gets such a part's events buffered and replayed once its time is known; a
+/// `Split` sink ([`decode_split`]) collects them in a [`Split::Part`] of its own, as it would
+/// keep them anyway, and joins the part's events from the walks' meeting on.
+pub trait Split: Sink {
+    /// What the part's events are collected in, their times relative to the part's start.
+    type Part: Sink;
+    /// A place in a part: how many of its events came before.
+    type Mark: Copy;
+    /// An empty part.
+    fn part(&mut self) -> Self::Part;
+    /// Where `part` is now.
+    fn mark(part: &Self::Part) -> Self::Mark;
+    /// Takes the events of `part` from `from` to `to`, in order, their times moved by `offset`
+    /// (a wrapping add), as if they had come to this sink.
+    fn join(&mut self, part: Self::Part, from: Self::Mark, to: Self::Mark, offset: u64);
+}
+
+/// A plain [`Sink`] as a [`Split`] one: a part's events buffered, then replayed.
+struct Replayed<'a, S>(&'a mut S);
+
+impl<S: Sink> Sink for Replayed<'_, S> {
+    #[inline(always)]
+    fn wave_start(&mut self, cu: u32, simd: u32, slot: u32, time: u64) {
+        self.0.wave_start(cu, simd, slot, time);
+    }
+    #[inline(always)]
+    fn wave_end(&mut self, cu: u32, simd: u32, slot: u32, time: u64) {
+        self.0.wave_end(cu, simd, slot, time);
+    }
+    #[inline(always)]
+    fn marker(&mut self, time: u64, realtime: u64) {
+        self.0.marker(time, realtime);
+    }
+    #[inline(always)]
+    fn shader_data(&mut self, record: ShaderData) {
+        self.0.shader_data(record);
+    }
+    #[inline(always)]
+    fn dropped_shader_data(&mut self, record: ShaderData) {
+        self.0.dropped_shader_data(record);
+    }
+}
+
+impl<S: Sink> Split for Replayed<'_, S> {
+    type Part = Buffered;
+    type Mark = usize;
+    fn part(&mut self) -> Buffered {
+        Buffered::default()
+    }
+    fn mark(part: &Buffered) -> usize {
+        part.0.len()
+    }
+    fn join(&mut self, part: Buffered, from: usize, to: usize, offset: u64) {
+        for e in &part.0[from..to] {
+            e.replay(offset, self.0);
+        }
+    }
+}
+
 /// A shader-data record, as AMD's decoder reports it (`rocprofiler_thread_trace_decoder_shaderdata_t`,
 /// the rows of rocprofv3's `shaderdata_*.json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -722,7 +783,7 @@ enum Event {
 }
 
 #[derive(Default)]
-struct Buffered(Vec<Event>);
+pub(crate) struct Buffered(Vec<Event>);
 
 impl Sink for Buffered {
     fn wave_start(&mut self, cu: u32, simd: u32, slot: u32, time: u64) {
@@ -764,11 +825,11 @@ impl Event {
 
 /// A packet start of the second half's walk: where, its state then, and the events before it.
 #[derive(Clone, Copy)]
-struct Mark {
+struct Mark<M> {
     p: usize,
     time: u64,
     packets: u64,
-    events: usize,
+    events: M,
 }
 
 /// Streams at least this long are walked in two halves at once (two independent chains keep
@@ -785,7 +846,7 @@ const MARKS: usize = 4096;
 /// moved by the difference of the two walks' times there. A stop the second walk met past that
 /// point is the stream's. `st` ends where the sequential walk goes on: the end of the fast
 /// region, or (when the walks never meet) the middle; the stop, if the stream stopped.
-fn rdna_halves<S: Sink, const LAYOUT4: bool>(
+fn rdna_halves<S: Split, const LAYOUT4: bool>(
     data: &[u8],
     sink: &mut S,
     st: &mut Walk,
@@ -803,11 +864,11 @@ fn rdna_halves<S: Sink, const LAYOUT4: bool>(
             packets: 0,
         },
     );
-    let mut buffered = Buffered::default();
-    let mut marks: Vec<Mark> = Vec::with_capacity(MARKS);
+    let mut part = sink.part();
+    let mut marks: Vec<Mark<S::Mark>> = Vec::with_capacity(MARKS);
     // Where the second walk stopped: a nibble of no packet type (stepped over), or an extension
     // run cut by the end (the walk ends there).
-    let mut stops: Vec<(Mark, StopReason)> = Vec::new();
+    let mut stops: Vec<(Mark<S::Mark>, StopReason)> = Vec::new();
     let (mut a_on, mut b_on) = (true, true);
     let a_end = middle.min(fast_end);
     while a_on || b_on {
@@ -836,12 +897,12 @@ fn rdna_halves<S: Sink, const LAYOUT4: bool>(
                 p: b.st.p,
                 time: b.st.time,
                 packets: b.st.packets,
-                events: buffered.0.len(),
+                events: S::mark(&part),
             };
             if marks.len() < MARKS {
                 marks.push(here);
             }
-            match b.step::<Buffered, LAYOUT4>(data, total, fast_end, &mut buffered) {
+            match b.step::<S::Part, LAYOUT4>(data, total, fast_end, &mut part) {
                 Step::Stop(r @ StopReason::Unknown { .. }) => {
                     stops.push((here, r));
                     b.st.p = here.p + 1;
@@ -854,7 +915,7 @@ fn rdna_halves<S: Sink, const LAYOUT4: bool>(
                         p: b.st.p,
                         time: b.st.time,
                         packets: b.st.packets,
-                        events: buffered.0.len(),
+                        events: S::mark(&part),
                     };
                     stops.push((at, r));
                     b_on = false;
@@ -889,19 +950,17 @@ fn rdna_halves<S: Sink, const LAYOUT4: bool>(
     let stop = stops.iter().find(|(u, _)| u.p >= meet.p);
     let (end, last) = match stop {
         Some((u, _)) => (*u, u.events),
-        None => (
-            Mark {
+        None => {
+            let m = Mark {
                 p: b.st.p,
                 time: b.st.time,
                 packets: b.st.packets,
-                events: buffered.0.len(),
-            },
-            buffered.0.len(),
-        ),
+                events: S::mark(&part),
+            };
+            (m, m.events)
+        }
     };
-    for e in &buffered.0[meet.events..last] {
-        e.replay(offset, sink);
-    }
+    sink.join(part, meet.events, last, offset);
     *st = Walk {
         p: end.p,
         time: end.time.wrapping_add(offset),
@@ -910,13 +969,13 @@ fn rdna_halves<S: Sink, const LAYOUT4: bool>(
     stop.map(|(_, r)| *r)
 }
 
-fn rdna<S: Sink, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
+fn rdna<S: Split, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
     rdna_walk::<S, LAYOUT4>(data, sink, data.len() >= SPLIT_MIN, &mut false)
 }
 
 /// The RDNA walk; with `halves`, in two halves at once ([`rdna_halves`]), `met` set when they
 /// met.
-fn rdna_walk<S: Sink, const LAYOUT4: bool>(
+fn rdna_walk<S: Split, const LAYOUT4: bool>(
     data: &[u8],
     sink: &mut S,
     halves: bool,
@@ -1280,6 +1339,12 @@ pub fn layout(generation: Generation) -> Option<u8> {
 /// Decodes `data`, one engine's bytes, as `generation`'s engines write them; a generation this
 /// crate does not decode ([`decodes`]) gives an empty summary.
 pub fn decode<S: Sink>(generation: Generation, data: &[u8], sink: &mut S) -> Summary {
+    decode_split(generation, data, &mut Replayed(sink))
+}
+
+/// [`decode`] into a [`Split`] sink, which collects the part of an RDNA stream decoded apart
+/// itself.
+pub fn decode_split<S: Split>(generation: Generation, data: &[u8], sink: &mut S) -> Summary {
     match generation {
         Generation::Gfx9 => cdna(data, sink),
         Generation::Gfx11 => rdna::<S, false>(data, sink),
@@ -1298,11 +1363,22 @@ pub fn decode_halves<S: Sink>(
     sink: &mut S,
     halves: bool,
 ) -> (Summary, bool) {
+    decode_split_halves(generation, data, &mut Replayed(sink), halves)
+}
+
+/// [`decode_halves`] into a [`Split`] sink.
+#[doc(hidden)]
+pub fn decode_split_halves<S: Split>(
+    generation: Generation,
+    data: &[u8],
+    sink: &mut S,
+    halves: bool,
+) -> (Summary, bool) {
     let mut met = false;
     let s = match generation {
         Generation::Gfx11 => rdna_walk::<S, false>(data, sink, halves, &mut met),
         Generation::Gfx12 => rdna_walk::<S, true>(data, sink, halves, &mut met),
-        _ => decode(generation, data, sink),
+        _ => decode_split(generation, data, sink),
     };
     (s, met)
 }

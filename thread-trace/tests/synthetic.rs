@@ -3,7 +3,9 @@
 //! bytes (which must never panic).
 
 use proptest::prelude::*;
-use sqtt_thread_trace::decode::{decode, decode_halves, shader_data, ShaderData, Sink};
+use sqtt_thread_trace::decode::{
+    decode, decode_halves, decode_split_halves, shader_data, ShaderData, Sink, Split,
+};
 use sqtt_thread_trace::synth::{Encoder, Form, Slot};
 use sqtt_thread_trace::{clock, markers, waves, GcVersion, Generation, Gpu, Marker, Wave};
 
@@ -241,14 +243,38 @@ impl Sink for Log {
     }
 }
 
+/// A [`Split`] sink: the second half's events in a log of their own, joined by moving their
+/// times (the one field that has a time).
+impl Split for Log {
+    type Part = Log;
+    type Mark = usize;
+    fn part(&mut self) -> Log {
+        Log::default()
+    }
+    fn mark(part: &Log) -> usize {
+        part.0.len()
+    }
+    fn join(&mut self, part: Log, from: usize, to: usize, offset: u64) {
+        let moved = part.0[from..to]
+            .iter()
+            .map(|&(k, t, a, b)| (k, t.wrapping_add(offset), a, b));
+        self.0.extend(moved);
+    }
+}
+
 /// A stream walked in two halves at once gives what one walk gives: every event, in order, and
-/// the same summary (stop included), wherever the middle falls.
+/// the same summary (stop included), wherever the middle falls; so does a [`Split`] sink, which
+/// collects the second half itself.
 fn halves_agree(g: Generation, data: &[u8]) -> Result<bool, TestCaseError> {
-    let (mut one, mut two) = (Log::default(), Log::default());
+    let (mut one, mut two, mut split) = (Log::default(), Log::default(), Log::default());
     let (s1, _) = decode_halves(g, data, &mut one, false);
     let (s2, met) = decode_halves(g, data, &mut two, true);
+    let (s3, met_split) = decode_split_halves(g, data, &mut split, true);
     prop_assert_eq!(s1, s2);
-    prop_assert_eq!(one, two);
+    prop_assert_eq!(s1, s3);
+    prop_assert_eq!(met, met_split);
+    prop_assert_eq!(&one, &two);
+    prop_assert_eq!(&one, &split);
     Ok(met)
 }
 

@@ -2,13 +2,14 @@
 //! their ranges (flags IMM and PRIV only, PRIV only on GFX12, an immediate's value 8 bits,
 //! AMD's cu, SIMD and slot numbering); RDNA times never run back; the bytes up to where the
 //! decoder stopped give the same records and the same stop; a walk in two halves at once gives
-//! what one walk gives.
+//! what one walk gives, into a plain sink and into a `Split` one.
 //! Run with `cargo +nightly fuzz run raw_records` from thread-trace/ (cargo-fuzz needs nightly).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use sqtt_thread_trace::decode::{
-    decode, decode_halves, shader_data, ShaderData, Sink, SHADER_DATA_IMM, SHADER_DATA_PRIV,
+    decode, decode_halves, decode_split_halves, shader_data, ShaderData, Sink, Split,
+    SHADER_DATA_IMM, SHADER_DATA_PRIV,
 };
 use sqtt_thread_trace::Generation;
 
@@ -19,6 +20,25 @@ struct Records(Vec<ShaderData>);
 impl Sink for Records {
     fn shader_data(&mut self, r: ShaderData) {
         self.0.push(r);
+    }
+}
+
+/// The second half's records kept apart and joined with their times moved.
+impl Split for Records {
+    type Part = Records;
+    type Mark = usize;
+    fn part(&mut self) -> Records {
+        Records::default()
+    }
+    fn mark(part: &Records) -> usize {
+        part.0.len()
+    }
+    fn join(&mut self, part: Records, from: usize, to: usize, offset: u64) {
+        let moved = part.0[from..to].iter().map(|r| ShaderData {
+            time: r.time.wrapping_add(offset),
+            ..*r
+        });
+        self.0.extend(moved);
     }
 }
 
@@ -47,6 +67,10 @@ fuzz_target!(|data: &[u8]| {
         let (s2, _) = decode_halves(g, data, &mut halves, true);
         assert_eq!(s2, summary);
         assert_eq!(halves.0, records);
+        let mut split = Records::default();
+        let (s3, _) = decode_split_halves(g, data, &mut split, true);
+        assert_eq!(s3, summary);
+        assert_eq!(split.0, records);
         let mut count = Count::default();
         let again = decode(g, data, &mut count);
         assert_eq!(summary, again);
