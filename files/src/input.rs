@@ -1,4 +1,4 @@
-//! Reading input files: only regular files, never blocking, never mapped, bounded. Every
+//! Reading input files: only regular files, never blocking, bounded. Every
 //! crate's inputs are read here: the configuration file, the code objects (`sqtt_codeobj`), the
 //! trace tools' files and the raw thread traces.
 //!
@@ -9,7 +9,8 @@
 //! (no time-of-check/time-of-use gap), and the size read is the descriptor's. Files are read with
 //! `pread` into a buffer of the size `fstat` reported (refused above a limit); a file that shrinks
 //! while it is read gives an error and a file rewritten underneath gives stale data, never a
-//! signal (a mapped file that is truncated gives SIGBUS).
+//! signal (a mapped file that is truncated gives SIGBUS: the raw traces, which are mapped, are
+//! guarded against it by [`crate::mapped`]).
 
 use std::fs::{File, OpenOptions};
 use std::io;

@@ -457,3 +457,59 @@ fn outputs_that_are_raw_inputs_are_refused() {
     assert!(!err.contains("warning"), "{err}");
     assert!(diff.contains("_Z4gemmPf"), "{diff}");
 }
+
+/// A raw trace is mapped, not read: truncated and rewritten in place while `sqtt` decodes it,
+/// it must still never kill the tool with SIGBUS (a read of a page the file lost). Every run
+/// ends with a status; a run that saw the file shrink says so and leaves the file out.
+#[test]
+fn a_raw_trace_rewritten_while_decoded_never_kills_the_tool() {
+    use std::os::unix::fs::FileExt;
+    use std::os::unix::process::ExitStatusExt;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("att");
+    write_run(&root, Generation::Gfx12, "gfx1201", false);
+    write_kernel_trace(&root, "json");
+    // One engine's trace padded with NOPs to 8 MiB: pages a truncation to one page takes away.
+    let f: PathBuf = root.join(format!("node0/{PID}_{AGENT}_shader_engine_1_5.att"));
+    let mut bytes = std::fs::read(&f).unwrap();
+    bytes.resize(8 << 20, 0);
+    std::fs::write(&f, &bytes).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let rewriter = {
+        let (stop, f) = (stop.clone(), f.clone());
+        std::thread::spawn(move || {
+            let file = std::fs::OpenOptions::new().write(true).open(&f).unwrap();
+            let mut rounds = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                file.set_len(4096).unwrap();
+                file.write_all_at(&bytes, 0).unwrap();
+                rounds += 1;
+            }
+            rounds
+        })
+    };
+    let (mut runs, mut shrank) = (0, 0);
+    let start = std::time::Instant::now();
+    while (shrank < 3 || runs < 20) && runs < 300 && start.elapsed().as_secs() < 60 {
+        let o = sqtt(&["flamegraph", root.to_str().unwrap(), "--input", "raw"]);
+        let err = stderr(&o);
+        assert_eq!(o.status.signal(), None, "killed by a signal: {err}");
+        assert!(
+            o.status.code().is_some() && !err.contains("panicked"),
+            "{err}"
+        );
+        if err.contains("shrank") {
+            assert!(err.contains("shader_engine_1_5.att"), "{err}");
+            shrank += 1;
+        }
+        runs += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let rounds = rewriter.join().unwrap();
+    eprintln!("{runs} runs, {shrank} saw the trace shrink, {rounds} rewrites");
+    // The race was run: some decodes met the truncated file (and lived).
+    assert!(shrank > 0, "no run saw the file shrink in {runs} runs");
+}

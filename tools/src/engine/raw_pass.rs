@@ -34,15 +34,18 @@ impl Demux {
         let mut file_errors: Vec<String> = Vec::new();
         let mut order = Reorder::default();
         // Kept from file to file: the trace read, its records.
-        let mut data = Vec::new();
-        let mut records = Vec::new();
+        let mut buf = Vec::new();
+        let mut buffers = raw::Buffers::default();
         for (se, path) in &ui.shaderdata {
             let se = *se;
-            if let Err(e) = raw::read_into(path, &mut data) {
-                counts.files_bad += 1;
-                file_errors.push(e.to_string());
-                continue;
-            }
+            let data = match raw::open_trace(path, &mut buf) {
+                Ok(d) => d,
+                Err(e) => {
+                    counts.files_bad += 1;
+                    file_errors.push(e.to_string());
+                    continue;
+                }
+            };
             // A record pass passes the progress on in its log.
             if M == RECORD {
                 log(p).progress(data.len() as u64);
@@ -55,7 +58,13 @@ impl Demux {
                     .warn(kind::NO_GENERATION, || path.display().to_string());
                 continue;
             };
-            let decoded = raw::decode_engine(generation, se, &data, &mut records);
+            let decoded = raw::decode_engine(generation, se, &data, &mut buffers);
+            let records = &buffers.records;
+            if let Err(e) = data.intact(path) {
+                counts.files_bad += 1;
+                file_errors.push(e.to_string());
+                continue;
+            }
             if let Some(stop) = decoded.summary.stop {
                 p.diag.warn(kind::STOPPED, || {
                     format!("{}: decoding stopped: {stop}", path.display())
@@ -71,10 +80,18 @@ impl Demux {
             }
             counts.files_ok += 1;
             counts.records += records.len() as u64;
-            for r in &records {
-                order.push(&raw::record(r), |x| self.record::<S, M>(p, se, x));
+            // An engine's stream is in time order but where the time wraps or a GFX9 time reset
+            // moves it back: records in order go on without the reorder window's copies.
+            if records.is_sorted_by_key(|r| r.time) {
+                for r in records {
+                    self.record::<S, M>(p, se, &raw::record(r));
+                }
+            } else {
+                for r in records {
+                    order.push(&raw::record(r), |x| self.record::<S, M>(p, se, x));
+                }
+                order.flush(|r| self.record::<S, M>(p, se, r));
             }
-            order.flush(|r| self.record::<S, M>(p, se, r));
         }
         if raw.kernel.is_none() {
             let what = if raw.kernel_trace.is_some() {

@@ -338,21 +338,77 @@ pub fn generation_of(data: &[u8]) -> Option<Generation> {
 /// The largest raw trace read (it is read whole).
 pub const MAX_TRACE_BYTES: u64 = 16 << 30;
 
+/// A raw trace's bytes: the file mapped ([`sqtt_files::mapped`]), or read where it cannot be.
+pub enum Trace<'a> {
+    Mapped(sqtt_files::mapped::Mapped, std::fs::File),
+    Read(&'a [u8]),
+}
+
+impl std::ops::Deref for Trace<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Trace::Mapped(m, _) => m,
+            Trace::Read(b) => b,
+        }
+    }
+}
+
+impl Trace<'_> {
+    /// An error when the file shrank while it was mapped: what was made of its bytes is not
+    /// its (a read of a page it lost gave zeros), as a read that came short is an error.
+    pub fn intact(&self, path: &Path) -> Result<(), Error> {
+        match self {
+            Trace::Mapped(m, f) if m.shrank(f) => Err(Error::Malformed {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "it shrank from {} bytes while it was read (is it being rewritten?)",
+                    m.len()
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Opens one raw trace as [`read_into`] reads it (a regular file, at most [`MAX_TRACE_BYTES`]),
+/// mapped where it can be (no copy, no fresh memory: the decoders read the page cache), else
+/// read into `buf`. [`Trace::intact`] says after decoding whether the bytes were the file's.
+pub fn open_trace<'a>(path: &Path, buf: &'a mut Vec<u8>) -> Result<Trace<'a>, Error> {
+    let (f, len) = sqtt_files::input::open_regular(path).map_err(|e| Error::io(path, e))?;
+    if len > MAX_TRACE_BYTES {
+        return Err(too_large(path, len));
+    }
+    match sqtt_files::mapped::Mapped::map(&f, len).map_err(|e| Error::io(path, e))? {
+        Some(m) => Ok(Trace::Mapped(m, f)),
+        None => {
+            read_opened(path, &f, len, buf)?;
+            Ok(Trace::Read(buf))
+        }
+    }
+}
+
+fn too_large(path: &Path, len: u64) -> Error {
+    Error::Malformed {
+        path: path.to_path_buf(),
+        reason: format!("it is {len} bytes; a raw trace may have at most {MAX_TRACE_BYTES} bytes"),
+    }
+}
+
 /// Reads one raw trace into `buf` (kept between files: its pages are touched once): only a
 /// regular file ([`sqtt_files::input::open_regular`]), no further than its size when opened, at
 /// most [`MAX_TRACE_BYTES`], into memory reserved fallibly; a file that shrinks while read is an
 /// error. `sqtt waves`, `clock` and `shaderdata` read their trace by it too.
 pub fn read_into(path: &Path, buf: &mut Vec<u8>) -> Result<(), Error> {
-    use std::io::Read;
     let (f, len) = sqtt_files::input::open_regular(path).map_err(|e| Error::io(path, e))?;
     if len > MAX_TRACE_BYTES {
-        return Err(Error::Malformed {
-            path: path.to_path_buf(),
-            reason: format!(
-                "it is {len} bytes; a raw trace may have at most {MAX_TRACE_BYTES} bytes"
-            ),
-        });
+        return Err(too_large(path, len));
     }
+    read_opened(path, &f, len, buf)
+}
+
+fn read_opened(path: &Path, f: &std::fs::File, len: u64, buf: &mut Vec<u8>) -> Result<(), Error> {
+    use std::io::Read;
     buf.clear();
     let want = len as usize;
     if buf.capacity() < want {
@@ -361,7 +417,7 @@ pub fn read_into(path: &Path, buf: &mut Vec<u8>) -> Result<(), Error> {
             .map_err(|_| Error::io(path, sqtt_files::input::out_of_memory(len)))?;
         advise_huge_pages(buf);
     }
-    (&f).take(len)
+    f.take(len)
         .read_to_end(buf)
         .map_err(|e| Error::io(path, e))?;
     if buf.len() < want {
@@ -400,11 +456,22 @@ pub struct Decoded {
     pub summary: decode::Summary,
 }
 
+/// The buffers of [`decode_engine`], kept from engine to engine so that their memory is touched
+/// once (fresh pages cost more than the decoding: each is faulted in and zeroed).
+#[derive(Default)]
+pub struct Buffers {
+    /// The engine's records, in stream order.
+    pub records: Vec<decode::ShaderData>,
+    /// The part of a stream decoded apart ([`decode::Split`]).
+    part: Part,
+}
+
 struct Collect<'a> {
     se: u32,
     generation: Generation,
     records: &'a mut Vec<decode::ShaderData>,
     waves: BTreeMap<u64, Vec<(u64, bool)>>,
+    spare: &'a mut Part,
 }
 
 impl Collect<'_> {
@@ -414,6 +481,57 @@ impl Collect<'_> {
             .entry(slot_key(self.se, cu, simd, slot))
             .or_default()
             .push((time, start));
+    }
+}
+
+/// What a part of a stream decoded apart holds: its records, and its waves' starts and ends
+/// as the decoder names them (cu, simd, slot, time, start); times relative to the part's start.
+#[derive(Default)]
+struct Part {
+    records: Vec<decode::ShaderData>,
+    waves: Vec<(u32, u32, u32, u64, bool)>,
+}
+
+impl DecodeSink for Part {
+    fn wave_start(&mut self, cu: u32, simd: u32, slot: u32, time: u64) {
+        self.waves.push((cu, simd, slot, time, true));
+    }
+    fn wave_end(&mut self, cu: u32, simd: u32, slot: u32, time: u64) {
+        self.waves.push((cu, simd, slot, time, false));
+    }
+    #[inline]
+    fn shader_data(&mut self, r: decode::ShaderData) {
+        self.records.push(r);
+    }
+}
+
+impl decode::Split for Collect<'_> {
+    type Part = Part;
+    /// How many records and waves came before.
+    type Mark = (usize, usize);
+
+    fn part(&mut self) -> Part {
+        let mut part = std::mem::take(self.spare);
+        part.records.clear();
+        part.waves.clear();
+        part
+    }
+
+    fn mark(part: &Part) -> (usize, usize) {
+        (part.records.len(), part.waves.len())
+    }
+
+    fn join(&mut self, part: Part, from: (usize, usize), to: (usize, usize), offset: u64) {
+        let moved = |r: &decode::ShaderData| decode::ShaderData {
+            time: r.time.wrapping_add(offset),
+            ..*r
+        };
+        self.records
+            .extend(part.records[from.0..to.0].iter().map(moved));
+        for &(cu, simd, slot, time, start) in &part.waves[from.1..to.1] {
+            self.wave(cu, simd, slot, time.wrapping_add(offset), start);
+        }
+        *self.spare = part;
     }
 }
 
@@ -430,22 +548,23 @@ impl DecodeSink for Collect<'_> {
     }
 }
 
-/// Decodes one shader engine's trace `data` of `generation`: its records into `records` (in
-/// stream order; emptied first), its waves returned.
+/// Decodes one shader engine's trace `data` of `generation`: its records into `buffers.records`
+/// (in stream order; emptied first), its waves returned.
 pub fn decode_engine(
     generation: Generation,
     se: u32,
     data: &[u8],
-    records: &mut Vec<decode::ShaderData>,
+    buffers: &mut Buffers,
 ) -> Decoded {
-    records.clear();
+    buffers.records.clear();
     let mut c = Collect {
         se,
         generation,
-        records,
+        records: &mut buffers.records,
         waves: BTreeMap::new(),
+        spare: &mut buffers.part,
     };
-    let summary = decode::decode(generation, data, &mut c);
+    let summary = decode::decode_split(generation, data, &mut c);
     Decoded {
         waves: c.waves,
         summary,

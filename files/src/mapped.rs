@@ -1,0 +1,261 @@
+//! Large inputs mapped instead of read, guarded against truncation: a raw thread trace of tens
+//! of megabytes is decoded straight from the page cache, with no copy and no fresh memory (a
+//! read into a buffer of its size cost more than the decoding: every page of the buffer faulted
+//! in and zeroed, then filled).
+//!
+//! A mapped file that another process truncates makes every read of a page past its new end a
+//! SIGBUS, which would kill the tool. Here a SIGBUS at an address inside a live mapping of this
+//! module puts a page of zeros there (`mmap` of anonymous memory over that page) and the read
+//! goes on; the mapping then says it [`Mapped::shrank`], and the caller throws away what it
+//! made of the bytes, as it does for a file that shrinks while it is read. A SIGBUS anywhere
+//! else goes to the action that was there before (the default: the process ends as without
+//! this module). Bytes rewritten underneath are read as they are then: stale or mixed data, as
+//! with `read`, never a crash (the decoders take any bytes).
+//!
+//! Only for files [`crate::input::open_regular`] opened; where a file cannot be mapped (a file
+//! system without `mmap`, all guard slots taken) the caller reads it instead.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// A regular file mapped read-only, whole, as the bytes it had when mapped.
+pub struct Mapped {
+    ptr: *mut libc::c_void,
+    len: usize,
+    slot: usize,
+}
+
+// SAFETY: the mapping is read-only and owned; nothing in it is tied to a thread.
+unsafe impl Send for Mapped {}
+unsafe impl Sync for Mapped {}
+
+/// One live mapping, as the SIGBUS handler sees it: `[start, end)`, and whether a read past the
+/// file's end was turned into zeros.
+struct Guard {
+    taken: AtomicBool,
+    start: AtomicUsize,
+    end: AtomicUsize,
+    hit: AtomicBool,
+}
+
+/// How many mappings may be live at once (the handler looks at each, so few).
+const SLOTS: usize = 32;
+
+#[allow(clippy::declare_interior_mutable_const)]
+const FREE: Guard = Guard {
+    taken: AtomicBool::new(false),
+    start: AtomicUsize::new(0),
+    end: AtomicUsize::new(0),
+    hit: AtomicBool::new(false),
+};
+static GUARDS: [Guard; SLOTS] = [FREE; SLOTS];
+static PAGE: AtomicUsize = AtomicUsize::new(4096);
+
+/// The SIGBUS action before ours, given back a SIGBUS that is not ours.
+struct Previous(libc::sigaction);
+// SAFETY: a plain C struct, written once before the handler is installed, then only read.
+unsafe impl Send for Previous {}
+unsafe impl Sync for Previous {}
+static PREVIOUS: OnceLock<Option<Previous>> = OnceLock::new();
+
+extern "C" fn on_sigbus(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    let page = PAGE.load(Ordering::Relaxed);
+    for g in &GUARDS {
+        let start = g.start.load(Ordering::Acquire);
+        if start != 0 && start <= addr && addr < g.end.load(Ordering::Acquire) {
+            let at = addr & !(page - 1);
+            // SAFETY: the page lies inside a live mapping of ours (it is unmapped only after its
+            // guard is cleared, and only when nothing reads it); mmap is a plain system call,
+            // safe in a signal handler. The faulting read is retried on the zeros.
+            let p = unsafe {
+                libc::mmap(
+                    at as *mut libc::c_void,
+                    page,
+                    libc::PROT_READ,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                    -1,
+                    0,
+                )
+            };
+            if p != libc::MAP_FAILED {
+                g.hit.store(true, Ordering::Release);
+                return;
+            }
+        }
+    }
+    // Not ours: the previous action takes it when the read faults again on return.
+    let previous = match PREVIOUS.get() {
+        Some(Some(p)) => &p.0 as *const libc::sigaction,
+        _ => std::ptr::null(),
+    };
+    // SAFETY: sigaction is async-signal-safe; a null action resets to the default below.
+    unsafe {
+        if previous.is_null() {
+            libc::signal(libc::SIGBUS, libc::SIG_DFL);
+        } else {
+            libc::sigaction(libc::SIGBUS, previous, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Installs the SIGBUS handler once; false if it could not be.
+fn install() -> bool {
+    PREVIOUS
+        .get_or_init(|| {
+            // SAFETY: sysconf has no preconditions; sigaction reads and writes structs we own.
+            unsafe {
+                let page = libc::sysconf(libc::_SC_PAGESIZE);
+                if page > 0 {
+                    PAGE.store(page as usize, Ordering::Relaxed);
+                }
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(libc::SIGBUS, std::ptr::null(), &mut old) != 0 {
+                    return None;
+                }
+                let mut new: libc::sigaction = std::mem::zeroed();
+                new.sa_sigaction = on_sigbus
+                    as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
+                    as libc::sighandler_t;
+                new.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+                libc::sigemptyset(&mut new.sa_mask);
+                if libc::sigaction(libc::SIGBUS, &new, std::ptr::null_mut()) != 0 {
+                    return None;
+                }
+                Some(Previous(old))
+            }
+        })
+        .is_some()
+}
+
+impl Mapped {
+    /// Maps `file`, opened by [`crate::input::open_regular`], of `len` bytes (its size then).
+    /// `Ok(None)` where it is not mapped: an empty file, a file system that cannot map it, or
+    /// too many mappings live; the caller reads it then.
+    pub fn map(file: &File, len: u64) -> io::Result<Option<Mapped>> {
+        let Ok(len) = usize::try_from(len) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("it is {len} bytes, too large for this machine"),
+            ));
+        };
+        if len == 0 || !install() {
+            return Ok(None);
+        }
+        let Some(slot) = GUARDS.iter().position(|g| {
+            g.taken
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        }) else {
+            return Ok(None);
+        };
+        // SAFETY: a new private read-only mapping of an open file; the kernel picks the place.
+        // MAP_POPULATE maps the pages in one go (they are read in order anyway).
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_POPULATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        let g = &GUARDS[slot];
+        if ptr == libc::MAP_FAILED {
+            g.taken.store(false, Ordering::Release);
+            return Ok(None);
+        }
+        g.hit.store(false, Ordering::Relaxed);
+        g.end.store(ptr as usize + len, Ordering::Release);
+        g.start.store(ptr as usize, Ordering::Release);
+        Ok(Some(Mapped { ptr, len, slot }))
+    }
+
+    /// Whether the file was found shorter than when it was mapped: a page past its new end was
+    /// read (as zeros), or its size is now smaller. What was made of the bytes is then not the
+    /// file's.
+    pub fn shrank(&self, file: &File) -> bool {
+        GUARDS[self.slot].hit.load(Ordering::Acquire)
+            || file.metadata().map_or(true, |m| m.len() < self.len as u64)
+    }
+}
+
+impl std::ops::Deref for Mapped {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `len` readable bytes from `ptr` for as long as the mapping lives (self); pages
+        // the file lost read as zeros (the handler), never fault.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        let g = &GUARDS[self.slot];
+        // The guard goes first: no SIGBUS can be ours once nothing reads the mapping.
+        g.start.store(0, Ordering::Release);
+        g.end.store(0, Ordering::Release);
+        // SAFETY: the mapping (and any page of zeros put over part of it) is ours to unmap.
+        unsafe {
+            libc::munmap(self.ptr, self.len);
+        }
+        g.taken.store(false, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mapped_file_reads_as_its_bytes() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t");
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&p, &bytes).unwrap();
+        let (f, len) = crate::input::open_regular(&p).unwrap();
+        let m = Mapped::map(&f, len).unwrap().unwrap();
+        assert_eq!(&m[..], &bytes[..]);
+        assert!(!m.shrank(&f));
+        // An empty file is not mapped.
+        std::fs::write(&p, b"").unwrap();
+        let (f, len) = crate::input::open_regular(&p).unwrap();
+        assert!(Mapped::map(&f, len).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_file_truncated_while_mapped_reads_as_zeros_and_says_so() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t");
+        std::fs::write(&p, vec![0xA5u8; 1 << 20]).unwrap();
+        let (f, len) = crate::input::open_regular(&p).unwrap();
+        let m = Mapped::map(&f, len).unwrap().unwrap();
+        // Another writer cuts it to one page and a bit: the pages past that SIGBUS when read.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(5000)
+            .unwrap();
+        let sum: u64 = m.iter().map(|&b| u64::from(b)).sum();
+        assert_eq!(m.len(), 1 << 20);
+        // What the file still holds reads as it is, the rest as zeros.
+        assert_eq!(sum, 0xA5 * 5000);
+        assert_eq!((m[4999], m[5000], m[(1 << 20) - 1]), (0xA5, 0, 0));
+        assert!(m.shrank(&f));
+        drop(m);
+        // A mapping frees its guard: more mappings than guards, one after another, all map.
+        std::fs::write(&p, b"abc").unwrap();
+        let (f, len) = crate::input::open_regular(&p).unwrap();
+        for _ in 0..2 * SLOTS {
+            let m = Mapped::map(&f, len).unwrap().unwrap();
+            assert_eq!(&m[..], b"abc");
+            assert!(!m.shrank(&f));
+        }
+    }
+}
