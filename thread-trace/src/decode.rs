@@ -731,8 +731,10 @@ fn plain2<const LAYOUT4: bool>(
     b_end: usize,
 ) {
     let t = if LAYOUT4 { &TABLES4 } else { &TABLES3 };
-    let (mut pa, mut ta, mut ka, mut ia) = (a.st.p, a.st.time, a.st.packets, a.next.0);
-    let (mut pb, mut tb, mut kb, mut ib) = (b.st.p, b.st.time, b.st.packets, b.next.0);
+    let (mut pa, mut ta, mut ia) = (a.st.p, a.st.time, a.next.0);
+    let (mut pb, mut tb, mut ib) = (b.st.p, b.st.time, b.next.0);
+    // Both walks take one packet a turn: one count for the two (a register less in the loop).
+    let mut k = 0;
     while pa < a_end && pb < b_end {
         let ea = t.entry[ia & 0xFF];
         let eb = t.entry[ib & 0xFF];
@@ -755,19 +757,18 @@ fn plain2<const LAYOUT4: bool>(
         ib = ahead(wb, mb, pb, nb).0;
         pa += na;
         pb += nb;
-        ka += 1;
-        kb += 1;
+        k += 1;
     }
     a.st = Walk {
         p: pa,
         time: ta,
-        packets: ka,
+        packets: a.st.packets + k,
     };
     a.next = (ia, 0);
     b.st = Walk {
         p: pb,
         time: tb,
-        packets: kb,
+        packets: b.st.packets + k,
     };
     b.next = (ib, 0);
 }
