@@ -916,7 +916,13 @@ mod tests {
         );
         // A directory or a device is not expanded: kept as the literal argument for hipcc.
         std::fs::create_dir(d.path().join("dir")).unwrap();
-        let args = expand_response_files(&["@dir".into(), "@/dev/zero".into()], d.path());
-        assert_eq!(args.unwrap(), vec!["@dir", "@/dev/zero"]);
+        // A device like /dev/zero, made here: tests never point at the real /dev.
+        let made = std::process::Command::new("mknod")
+            .arg(d.path().join("zero"))
+            .args(["c", "1", "5"])
+            .status();
+        assert!(made.unwrap().success());
+        let args = expand_response_files(&["@dir".into(), "@zero".into()], d.path());
+        assert_eq!(args.unwrap(), vec!["@dir", "@zero"]);
     }
 }

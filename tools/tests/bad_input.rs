@@ -286,6 +286,18 @@ fn random_records_never_panic() {
     commands::flamegraph(dir.path(), &raw, &NoProgress).unwrap();
 }
 
+/// A character device like /dev/zero (1, 5), made inside `dir`: tests never point at the real
+/// /dev (they run as root here).
+fn char_device(dir: &Path) -> std::path::PathBuf {
+    let p = dir.join("zero");
+    let ok = std::process::Command::new("mknod")
+        .arg(&p)
+        .args(["c", "1", "5"])
+        .status();
+    assert!(ok.unwrap().success(), "mknod {}", p.display());
+    p
+}
+
 fn mkfifo(p: &Path) {
     let ok = std::process::Command::new("mkfifo")
         .arg(p)
@@ -349,7 +361,7 @@ fn unusable_trace_says_why_each_file_failed() {
     }
 }
 
-/// A FIFO, /dev/zero or a regular file given as the trace directory is named with what it is.
+/// A FIFO, a device or a regular file given as the trace directory is named with what it is.
 #[test]
 fn a_trace_dir_that_is_not_a_directory_says_what_it_is() {
     let dir = tempfile::tempdir().unwrap();
@@ -357,9 +369,10 @@ fn a_trace_dir_that_is_not_a_directory_says_what_it_is() {
     mkfifo(&fifo);
     let file = dir.path().join("file.json");
     std::fs::write(&file, b"{}").unwrap();
+    let zero = char_device(dir.path());
     for (p, what) in [
         (fifo.as_path(), "a FIFO (named pipe)"),
-        (Path::new("/dev/zero"), "a character device"),
+        (zero.as_path(), "a character device"),
         (file.as_path(), "a regular file"),
     ] {
         match commands::flamegraph(p, &Options::default(), &NoProgress) {
@@ -447,13 +460,14 @@ fn raw_trace_inputs_must_be_regular_files() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("se0.att");
     mkfifo(&fifo);
+    let zero = char_device(dir.path());
     for (p, what) in [
         (
             fifo.as_path(),
             "it is a FIFO (named pipe), not a regular file",
         ),
         (
-            Path::new("/dev/zero"),
+            zero.as_path(),
             "it is a character device, not a regular file",
         ),
         (
