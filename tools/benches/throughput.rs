@@ -5,7 +5,7 @@
 //! a quarter-size one beside it (does memory grow with the trace?), a packed gfx12 one and a
 //! quarter-size one of short waves on 2 shader engines (the Perfetto files' per-wave parts). Each
 //! tool runs as a `sqtt` child process of this tree and of the baseline (`SQTT_BENCH_BASELINE`:
-//! a git revision, default `main`, built once in the temporary directory; a `sqtt` binary; or
+//! a git revision, default `main`, built once under the target directory; a `sqtt` binary; or
 //! `none`), alternating, so both are measured in the same run under the same load; the table
 //! gives records per CPU second of the child, their ratio, peak RSS and whether both wrote the
 //! same bytes; a second table gives the Perfetto files' sizes. `--gen DIR N [packed|short]` only
@@ -284,8 +284,8 @@ fn run_tool(exe: &Path, tool: &str, dir: &Path) -> Result<Cost, String> {
 }
 
 /// The `sqtt` binary to compare against: `SQTT_BENCH_BASELINE` is a path to one, a git revision
-/// (default `main`) whose tree is exported to the temporary directory and built there once, or
-/// `none`.
+/// (default `main`) whose tree is exported under this build's target directory and built there
+/// once, or `none`.
 fn baseline() -> Option<PathBuf> {
     let want = std::env::var("SQTT_BENCH_BASELINE").unwrap_or_else(|_| "main".into());
     if want == "none" {
@@ -308,17 +308,30 @@ fn baseline() -> Option<PathBuf> {
         println!("baseline {want}: not a file or git revision; measuring this tree only");
         return None;
     };
-    let root = std::env::temp_dir().join(format!("sqtt-bench-baseline-{sha}"));
+    // Under this build's target directory, not a name in /tmp that another user could have
+    // made first (with a `sqtt` of their own in it, which this would run).
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("bench-baseline-{sha}"));
     let exe = root.join("target/release/sqtt");
     if !exe.is_file() {
         std::fs::create_dir_all(&root).unwrap();
-        let sh = format!(
-            "git -C '{}' archive {sha} | tar -x -C '{}'",
-            repo.display(),
-            root.display()
+        let mut archive = Command::new("git")
+            .arg("-C")
+            .arg(repo)
+            .args(["archive", &sha])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let untar = Command::new("tar")
+            .arg("-x")
+            .arg("-C")
+            .arg(&root)
+            .stdin(archive.stdout.take().unwrap())
+            .status()
+            .unwrap();
+        assert!(
+            archive.wait().unwrap().success() && untar.success(),
+            "exporting {want}"
         );
-        let ok = Command::new("sh").args(["-c", &sh]).status().unwrap();
-        assert!(ok.success(), "exporting {want}");
         println!(
             "building the baseline sqtt of {want} ({sha}) in {}",
             root.display()
