@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 
 use sqtt_codeobj::bundle::write_plain;
 use sqtt_e2e::driver::driver;
+#[path = "../../tools/tests/support/device.rs"]
+mod device;
+use device::char_device;
 
 fn scratch(name: &str) -> PathBuf {
     let d = tempfile::Builder::new()
@@ -215,18 +218,6 @@ fn check_of(cwd: &Path, path: &Path) -> (i32, String) {
         out.status.code().expect("no signal"),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-/// A character device like /dev/zero (1, 5), made inside `dir`: tests never point at the real
-/// /dev (they run as root here).
-fn char_device(dir: &Path) -> PathBuf {
-    let p = dir.join("zero");
-    let ok = std::process::Command::new("mknod")
-        .arg(&p)
-        .args(["c", "1", "5"])
-        .status();
-    assert!(ok.unwrap().success(), "mknod {}", p.display());
-    p
 }
 
 /// A FIFO, a directory, a device like /dev/zero and a /proc file are refused at once, exit 2, with the file

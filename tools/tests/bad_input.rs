@@ -10,6 +10,9 @@ use sqtt_tools::commands;
 use sqtt_tools::diag::{kind, NoProgress};
 use sqtt_tools::engine::Options;
 use sqtt_tools::Error;
+#[path = "support/device.rs"]
+mod device;
+use device::char_device;
 
 fn setup() -> (tempfile::TempDir, sim::Truth) {
     let dir = tempfile::tempdir().unwrap();
@@ -284,18 +287,6 @@ fn random_records_never_panic() {
         ..Options::default()
     };
     commands::flamegraph(dir.path(), &raw, &NoProgress).unwrap();
-}
-
-/// A character device like /dev/zero (1, 5), made inside `dir`: tests never point at the real
-/// /dev (they run as root here).
-fn char_device(dir: &Path) -> std::path::PathBuf {
-    let p = dir.join("zero");
-    let ok = std::process::Command::new("mknod")
-        .arg(&p)
-        .args(["c", "1", "5"])
-        .status();
-    assert!(ok.unwrap().success(), "mknod {}", p.display());
-    p
 }
 
 fn mkfifo(p: &Path) {
