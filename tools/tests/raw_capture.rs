@@ -356,6 +356,15 @@ fn raw_and_decoded_routes_agree_on_gfx9() {
     raw_and_decoded_agree(Generation::Gfx9, "gfx950");
 }
 
+/// The other GPUs of each stream format, by the names rocprofv3 puts in the code objects'
+/// file names (the format itself is read from the traces).
+#[test]
+fn raw_and_decoded_routes_agree_on_gfx90a_gfx942_and_gfx1200() {
+    raw_and_decoded_agree(Generation::Gfx9, "gfx90a");
+    raw_and_decoded_agree(Generation::Gfx9, "gfx942");
+    raw_and_decoded_agree(Generation::Gfx12, "gfx1200");
+}
+
 #[test]
 fn without_a_kernel_trace_the_raw_traces_are_a_best_effort_that_says_so() {
     let dir = tempfile::tempdir().unwrap();
