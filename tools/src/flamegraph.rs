@@ -175,7 +175,15 @@ impl Flamegraph {
     /// Folded stacks sorted by stack text, zero counts left out.
     pub fn folded(&self, names: &Names) -> Vec<(String, u64)> {
         let mut out = Vec::new();
-        let mut frames = Vec::new();
+        // Each frame's folded name made once, not once per stack it is in.
+        let mut folded: std::collections::HashMap<u32, std::borrow::Cow<'_, str>> =
+            std::collections::HashMap::new();
+        for node in &self.nodes[1.min(self.nodes.len())..] {
+            folded
+                .entry(node.frame)
+                .or_insert_with(|| folded_frame(names.get(node.frame)));
+        }
+        let mut frames: Vec<&str> = Vec::new();
         for (i, node) in self.nodes.iter().enumerate() {
             let w = node.weight;
             if w == 0 || i == 0 {
@@ -185,13 +193,13 @@ impl Flamegraph {
             let mut n = i as u32;
             while n != 0 {
                 let node = &self.nodes[n as usize];
-                frames.push(folded_frame(names.get(node.frame)));
+                frames.push(&folded[&node.frame]);
                 n = node.parent;
             }
             frames.reverse();
             out.push((frames.join(";"), w));
         }
-        out.sort();
+        out.sort_unstable();
         out
     }
 
