@@ -43,6 +43,8 @@ struct Guard {
 
 /// How many mappings may be live at once (the handler looks at each, so few).
 const SLOTS: usize = 32;
+/// The largest file whose pages are all mapped at once.
+const POPULATE_MAX: usize = 1 << 30;
 
 #[allow(clippy::declare_interior_mutable_const)]
 const FREE: Guard = Guard {
@@ -153,18 +155,28 @@ impl Mapped {
         }) else {
             return Ok(None);
         };
+        // MAP_POPULATE maps the pages in one go (they are all read, in order); a file larger than
+        // that is faulted in as it is read, with read-ahead, so that it need not fit in memory.
+        let populate = if len <= POPULATE_MAX {
+            libc::MAP_POPULATE
+        } else {
+            0
+        };
         // SAFETY: a new private read-only mapping of an open file; the kernel picks the place.
-        // MAP_POPULATE maps the pages in one go (they are read in order anyway).
         let ptr = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_POPULATE,
+                libc::MAP_PRIVATE | populate,
                 file.as_raw_fd(),
                 0,
             )
         };
+        if populate == 0 && ptr != libc::MAP_FAILED {
+            // SAFETY: advice on the mapping just made; it changes no contents.
+            unsafe { libc::madvise(ptr, len, libc::MADV_SEQUENTIAL) };
+        }
         let g = &GUARDS[slot];
         if ptr == libc::MAP_FAILED {
             g.taken.store(false, Ordering::Release);
@@ -226,6 +238,25 @@ mod tests {
         std::fs::write(&p, b"").unwrap();
         let (f, len) = crate::input::open_regular(&p).unwrap();
         assert!(Mapped::map(&f, len).unwrap().is_none());
+    }
+
+    /// A file too large to map at once (sparse here) is faulted in as it is read, and guarded
+    /// the same way.
+    #[test]
+    fn a_large_file_is_mapped_lazily_and_guarded() {
+        use std::os::unix::fs::FileExt;
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t");
+        let len = (POPULATE_MAX + 8192) as u64;
+        let w = std::fs::File::create(&p).unwrap();
+        w.set_len(len).unwrap();
+        w.write_all_at(b"end", len - 3).unwrap();
+        let (f, n) = crate::input::open_regular(&p).unwrap();
+        let m = Mapped::map(&f, n).unwrap().unwrap();
+        assert_eq!(&m[m.len() - 3..], b"end");
+        w.set_len(4096).unwrap();
+        assert_eq!((m[100], m[m.len() - 1]), (0, 0));
+        assert!(m.shrank(&f));
     }
 
     #[test]

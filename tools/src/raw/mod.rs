@@ -362,7 +362,8 @@ impl Trace<'_> {
             Trace::Mapped(m, f) if m.shrank(f) => Err(Error::Malformed {
                 path: path.to_path_buf(),
                 reason: format!(
-                    "it shrank from {} bytes while it was read (is it being rewritten?)",
+                    "it shrank from {} bytes while it was read, or part of it could not be read \
+                     (is it being rewritten?)",
                     m.len()
                 ),
             }),
