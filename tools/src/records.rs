@@ -27,6 +27,7 @@ pub struct ShaderDataArgs {
 pub fn run_shaderdata(args: &ShaderDataArgs, out: &mut dyn Write) -> Result<()> {
     let (_, g, data) = args.gpu.read(&args.file)?;
     let (records, summary) = decode::shader_data(g, &data);
+    data.intact(&args.file)?;
     warn_stop(&args.file, &summary);
     if args.json {
         for r in &records {

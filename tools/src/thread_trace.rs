@@ -195,11 +195,16 @@ impl GpuArgs {
         Ok(w)
     }
 
-    /// The shape, its generation and the raw trace `file`, read and its header checked against
-    /// the shape ([`read_trace`], [`check_layout`]).
-    pub(crate) fn read(&self, file: &std::path::Path) -> Result<(Shape, Generation, Vec<u8>)> {
+    /// The shape, its generation and the raw trace `file`, opened as the raw route opens one
+    /// ([`crate::raw::open_trace`]: mapped, or read) and its header checked against the shape
+    /// ([`check_layout`]). What is made of it is the file's once [`crate::raw::Trace::intact`]
+    /// says so.
+    pub(crate) fn read(
+        &self,
+        file: &std::path::Path,
+    ) -> Result<(Shape, Generation, crate::raw::Trace)> {
         let (shape, g) = self.decodable()?;
-        let data = read_trace(file)?;
+        let data = crate::raw::open_trace(file)?;
         check_layout(file, &shape.gpu, g, &data);
         Ok((shape, g, data))
     }
@@ -215,18 +220,6 @@ impl GpuArgs {
         })?;
         Ok((s, g))
     }
-}
-
-/// Reads a raw thread trace as the tools' raw route reads one ([`crate::raw::read_into`]):
-/// only a regular file (a FIFO, a directory or a device is refused with what it is, so nothing
-/// blocks), tested on the path and again on the opened descriptor (a file swapped between the
-/// check and the read is still refused), read no further than the descriptor's size when opened,
-/// and at most [`crate::raw::MAX_TRACE_BYTES`], into memory reserved fallibly. A file truncated
-/// while it is read is an error, never a signal.
-pub(crate) fn read_trace(path: &std::path::Path) -> Result<Vec<u8>> {
-    let mut data = Vec::new();
-    crate::raw::read_into(path, &mut data)?;
-    Ok(data)
 }
 
 /// Warns when an RDNA file's header names another layout than the GPU's.
@@ -281,6 +274,7 @@ pub fn run_waves(args: &WavesArgs, out: &mut dyn Write) -> Result<()> {
     let (shape, _, data) = args.gpu.read(&args.file)?;
     let mut ws = Vec::new();
     let summary = waves::waves_into(&shape.gpu, &data, &mut ws);
+    data.intact(&args.file)?;
     warn_stop(&args.file, &summary);
     if args.json {
         for w in &ws {
@@ -339,6 +333,7 @@ pub fn run_clock(args: &ClockArgs, out: &mut dyn Write) -> Result<()> {
     );
     let ms = waves::markers(gpu, &data);
     let map = waves::clock(gpu, &data);
+    data.intact(&args.file)?;
     if args.json {
         let j = ClockJson {
             markers: &ms,
@@ -564,7 +559,13 @@ mod read_race {
         std::thread::spawn(move || {
             let mut n = 0;
             while n < runs || rounds.load(Ordering::Relaxed) < min_rounds {
-                let r = super::read_trace(&path).map_err(|e| format!("{e:#}"));
+                // As the commands use a trace: its bytes, once it says they were the file's.
+                let r = crate::raw::open_trace(&path)
+                    .and_then(|t| {
+                        let d = t.to_vec();
+                        t.intact(&path).map(|()| d)
+                    })
+                    .map_err(|e| format!("{e:#}"));
                 if tx.send(r).is_err() {
                     return;
                 }

@@ -33,12 +33,11 @@ impl Demux {
         let mut counts = RunStats::default();
         let mut file_errors: Vec<String> = Vec::new();
         let mut order = Reorder::default();
-        // Kept from file to file: the trace read, its records.
-        let mut buf = Vec::new();
+        // Kept from file to file: the records.
         let mut buffers = raw::Buffers::default();
         for (se, path) in &ui.shaderdata {
             let se = *se;
-            let data = match raw::open_trace(path, &mut buf) {
+            let data = match raw::open_trace(path) {
                 Ok(d) => d,
                 Err(e) => {
                     counts.files_bad += 1;

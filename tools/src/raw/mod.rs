@@ -339,12 +339,12 @@ pub fn generation_of(data: &[u8]) -> Option<Generation> {
 pub const MAX_TRACE_BYTES: u64 = 16 << 30;
 
 /// A raw trace's bytes: the file mapped ([`sqtt_files::mapped`]), or read where it cannot be.
-pub enum Trace<'a> {
+pub enum Trace {
     Mapped(sqtt_files::mapped::Mapped, std::fs::File),
-    Read(&'a [u8]),
+    Read(Vec<u8>),
 }
 
-impl std::ops::Deref for Trace<'_> {
+impl std::ops::Deref for Trace {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
@@ -354,7 +354,7 @@ impl std::ops::Deref for Trace<'_> {
     }
 }
 
-impl Trace<'_> {
+impl Trace {
     /// An error when the file shrank while it was mapped: what was made of its bytes is not
     /// its (a read of a page it lost gave zeros), as a read that came short is an error.
     pub fn intact(&self, path: &Path) -> Result<(), Error> {
@@ -372,10 +372,12 @@ impl Trace<'_> {
     }
 }
 
-/// Opens one raw trace as [`read_into`] reads it (a regular file, at most [`MAX_TRACE_BYTES`]),
-/// mapped where it can be (no copy, no fresh memory: the decoders read the page cache), else
-/// read into `buf`. [`Trace::intact`] says after decoding whether the bytes were the file's.
-pub fn open_trace<'a>(path: &Path, buf: &'a mut Vec<u8>) -> Result<Trace<'a>, Error> {
+/// Opens one raw trace: only a regular file ([`sqtt_files::input::open_regular`]: a FIFO, a
+/// directory or a device is refused with what it is, so nothing blocks), of at most
+/// [`MAX_TRACE_BYTES`], mapped where it can be (no copy, no fresh memory: the decoders read the
+/// page cache), else read no further than its size when opened, into memory reserved fallibly.
+/// [`Trace::intact`] says after decoding whether the bytes were the file's.
+pub fn open_trace(path: &Path) -> Result<Trace, Error> {
     let (f, len) = sqtt_files::input::open_regular(path).map_err(|e| Error::io(path, e))?;
     if len > MAX_TRACE_BYTES {
         return Err(too_large(path, len));
@@ -383,7 +385,8 @@ pub fn open_trace<'a>(path: &Path, buf: &'a mut Vec<u8>) -> Result<Trace<'a>, Er
     match sqtt_files::mapped::Mapped::map(&f, len).map_err(|e| Error::io(path, e))? {
         Some(m) => Ok(Trace::Mapped(m, f)),
         None => {
-            read_opened(path, &f, len, buf)?;
+            let mut buf = Vec::new();
+            read_opened(path, &f, len, &mut buf)?;
             Ok(Trace::Read(buf))
         }
     }
@@ -396,18 +399,8 @@ fn too_large(path: &Path, len: u64) -> Error {
     }
 }
 
-/// Reads one raw trace into `buf` (kept between files: its pages are touched once): only a
-/// regular file ([`sqtt_files::input::open_regular`]), no further than its size when opened, at
-/// most [`MAX_TRACE_BYTES`], into memory reserved fallibly; a file that shrinks while read is an
-/// error. `sqtt waves`, `clock` and `shaderdata` read their trace by it too.
-pub fn read_into(path: &Path, buf: &mut Vec<u8>) -> Result<(), Error> {
-    let (f, len) = sqtt_files::input::open_regular(path).map_err(|e| Error::io(path, e))?;
-    if len > MAX_TRACE_BYTES {
-        return Err(too_large(path, len));
-    }
-    read_opened(path, &f, len, buf)
-}
-
+/// Reads an opened raw trace of `len` bytes into `buf`, reserved fallibly; a file that shrinks
+/// while read is an error.
 fn read_opened(path: &Path, f: &std::fs::File, len: u64, buf: &mut Vec<u8>) -> Result<(), Error> {
     use std::io::Read;
     buf.clear();
