@@ -309,6 +309,12 @@ pub(crate) struct Tables {
     pub(crate) kind_of: [Option<Kind>; 256],
     entry: [Entry; 256],
     nibbles: [u8; 256],
+    /// The size in nibbles of a plain packet (time alone) by its low byte, 0 for the others:
+    /// the tight loops' one look-up on the walk's chain.
+    plain: [u8; 256],
+    /// The time a plain packet adds, by its low 16 bits (every plain packet's delta field lies
+    /// in them): the tight loops' time without the field's shift, mask and offset.
+    delta: [u16; 1 << 16],
 }
 
 const fn fill(t: &mut Tables, kd: Kind) {
@@ -342,6 +348,8 @@ const fn tables(base: &[Kind], rows: &[Kind]) -> Tables {
         kind_of: [None; 256],
         entry: [none; 256],
         nibbles: [1; 256],
+        plain: [0; 256],
+        delta: [0; 1 << 16],
     };
     let mut i = 0;
     while i < base.len() {
@@ -352,6 +360,22 @@ const fn tables(base: &[Kind], rows: &[Kind]) -> Tables {
     while i < rows.len() {
         fill(&mut t, rows[i]);
         i += 1;
+    }
+    let mut b = 0;
+    while b < 256 {
+        if t.entry[b].special == PLAIN {
+            t.plain[b] = t.nibbles[b];
+        }
+        b += 1;
+    }
+    let mut x = 0;
+    while x < 1 << 16 {
+        let e = t.entry[x & 0xFF];
+        if e.special == PLAIN {
+            let d = ((x as u64 >> e.shift) & e.mask) + e.add as u64;
+            t.delta[x] = d as u16;
+        }
+        x += 1;
     }
     t
 }
@@ -701,8 +725,8 @@ fn plain1<const LAYOUT4: bool>(data: &[u8], c: &mut Chain, end: usize) {
     let t = if LAYOUT4 { &TABLES4 } else { &TABLES3 };
     let (mut p, mut time, mut packets, mut idx) = (c.st.p, c.st.time, c.st.packets, c.next.0);
     while p < end {
-        let e = t.entry[idx & 0xFF];
-        if e.special != PLAIN {
+        let n = t.plain[idx & 0xFF] as usize;
+        if n == 0 {
             break;
         }
         let Some((lo, mid)) = load12(data, p >> 1) else {
@@ -710,8 +734,7 @@ fn plain1<const LAYOUT4: bool>(data: &[u8], c: &mut Chain, end: usize) {
         };
         let sh = (p & 1) * 4;
         let (w, mid) = (lo >> sh, mid >> sh);
-        time = time.wrapping_add(((w >> e.shift) & e.mask) + u64::from(e.add));
-        let n = t.nibbles[idx & 0xFF] as usize;
+        time = time.wrapping_add(u64::from(t.delta[(w & 0xFFFF) as usize]));
         idx = ahead(w, mid, p, n).0;
         p += n;
         packets += 1;
@@ -736,9 +759,9 @@ fn plain2<const LAYOUT4: bool>(
     // Both walks take one packet a turn: one count for the two (a register less in the loop).
     let mut k = 0;
     while pa < a_end && pb < b_end {
-        let ea = t.entry[ia & 0xFF];
-        let eb = t.entry[ib & 0xFF];
-        if ea.special | eb.special != PLAIN {
+        let na = t.plain[ia & 0xFF] as usize;
+        let nb = t.plain[ib & 0xFF] as usize;
+        if na == 0 || nb == 0 {
             break;
         }
         let (Some((la, ma)), Some((lb, mb))) = (load12(data, pa >> 1), load12(data, pb >> 1))
@@ -749,10 +772,8 @@ fn plain2<const LAYOUT4: bool>(
         let (wa, ma) = (la >> sa, ma >> sa);
         let sb = (pb & 1) * 4;
         let (wb, mb) = (lb >> sb, mb >> sb);
-        ta = ta.wrapping_add(((wa >> ea.shift) & ea.mask) + u64::from(ea.add));
-        tb = tb.wrapping_add(((wb >> eb.shift) & eb.mask) + u64::from(eb.add));
-        let na = t.nibbles[ia & 0xFF] as usize;
-        let nb = t.nibbles[ib & 0xFF] as usize;
+        ta = ta.wrapping_add(u64::from(t.delta[(wa & 0xFFFF) as usize]));
+        tb = tb.wrapping_add(u64::from(t.delta[(wb & 0xFFFF) as usize]));
         ia = ahead(wa, ma, pa, na).0;
         ib = ahead(wb, mb, pb, nb).0;
         pa += na;
@@ -1113,7 +1134,7 @@ impl Running {
 /// The wave slot a CDNA token names, if it names one above 9 (no CDNA SIMD has it): AMD's
 /// decoder rejects the stream there.
 #[inline(always)]
-fn cdna_bad_slot(w: u64) -> Option<u8> {
+const fn cdna_bad_slot(w: u64) -> Option<u8> {
     let ty = (w & 0xF) as usize;
     if CDNA_SPECIAL & (1 << ty) == 0 {
         return None;
@@ -1122,8 +1143,38 @@ fn cdna_bad_slot(w: u64) -> Option<u8> {
         CDNA_INST | CDNA_INST_PC => (w >> 5) & 0xF,
         _ => (w >> 10) & 0xF,
     };
-    (slot > 9).then_some(slot as u8)
+    if slot > 9 {
+        Some(slot as u8)
+    } else {
+        None
+    }
 }
+
+/// [`cdna_plain`]'s answer for a token whose first word is one that the walk takes instead.
+const CDNA_TAKEN: u16 = u16::MAX;
+
+/// What the CDNA tight loop does with a token, by its first 16-bit word (everything it looks at
+/// is there): the cycles it adds, or [`CDNA_TAKEN`] for the tokens the walk takes (the zero
+/// word, a TIME_RESET, a token the sink hears of, one naming a bad slot).
+static CDNA_PLAIN: [u16; 1 << 16] = {
+    let mut t = [0u16; 1 << 16];
+    let mut x = 0;
+    while x < 1 << 16 {
+        let w = x as u64;
+        let ty = (w & 0xF) as usize;
+        t[x] = if CDNA_REPORTED & (1 << ty) != 0
+            || w == 0
+            || w & 0xE00F == CDNA_TIME_RESET << 13 | CDNA_MISC as u64
+            || cdna_bad_slot(w).is_some()
+        {
+            CDNA_TAKEN
+        } else {
+            (((w >> 4) & CDNA_DELTA[ty]) * 4) as u16
+        };
+        x += 1;
+    }
+    t
+};
 
 /// Sets the time at a TIME_RESET from the next TIMESTAMP after word `from` (before any other
 /// TIME_RESET), and gives the word of that TIMESTAMP (or of the other TIME_RESET), which the
@@ -1196,14 +1247,11 @@ fn cdna_plain(data: &[u8], i: &mut usize, end: usize, time: &mut u64, packets: &
             break;
         };
         let (w, w2) = (u64::from_le_bytes(*lo), u64::from_le_bytes(*hi));
-        if CDNA_REPORTED & (1 << ty) != 0
-            || w & 0xFFFF == 0
-            || w & 0xE00F == CDNA_TIME_RESET << 13 | CDNA_MISC as u64
-            || cdna_bad_slot(w).is_some()
-        {
+        let delta = CDNA_PLAIN[(w & 0xFFFF) as usize];
+        if delta == CDNA_TAKEN {
             break;
         }
-        t = t.wrapping_add(((w >> 4) & CDNA_DELTA[ty]) * 4);
+        t = t.wrapping_add(u64::from(delta));
         let len = ((CDNA_WORDS_PACKED >> (4 * ty)) & 0xF) as usize;
         // 1 to 4 words: the next token is in `w` unless this one takes all four.
         let next = std::hint::select_unpredictable(len < 4, w >> ((16 * len) & 63), w2);
@@ -1465,6 +1513,62 @@ mod tests {
             assert_eq!(t4.kind_of[b].unwrap().bits, bits, "{b:#x}");
         }
         assert_eq!(TABLES3.kind_of[0x46].unwrap().bits, 52);
+    }
+
+    /// The tight loops' tables say what the packet rows say: a plain packet's size, and its
+    /// time from its low 16 bits (every plain delta field ends by bit 16).
+    #[test]
+    fn the_plain_tables_follow_the_rows() {
+        for t in [&TABLES3, &TABLES4] {
+            for x in 0..1usize << 16 {
+                let b = x & 0xFF;
+                let Some(k) = t.kind_of[b] else {
+                    assert_eq!(t.plain[b], 0, "{b:#x}");
+                    continue;
+                };
+                let plain = !matches!(
+                    k.special,
+                    WAVE_START
+                        | WAVE_START_EXT
+                        | WAVE_END
+                        | TIMESTAMP
+                        | SHADER_DATA
+                        | SHADER_DATA_SHORT
+                );
+                if !plain {
+                    assert_eq!(t.plain[b], 0, "{}", k.name);
+                    continue;
+                }
+                assert_eq!(t.plain[b], k.bits / 4, "{}", k.name);
+                assert!(k.delta_end <= 16, "{}", k.name);
+                let width = k.delta_end - k.delta_lo;
+                let field = (x >> k.delta_lo) & ((1 << width) - 1);
+                let add = if k.special == TIME { 4 } else { 0 };
+                assert_eq!(usize::from(t.delta[x]), field + add, "{} at {x:#x}", k.name);
+            }
+        }
+    }
+
+    /// The CDNA tight loop's table: MISC adds bits 11:4 (x4 cycles), every other plain token bit
+    /// 4 (x4); the zero word, a TIME_RESET, wave starts and ends, user data and bad slots are the
+    /// walk's.
+    #[test]
+    fn the_cdna_plain_table_follows_the_tokens() {
+        let at = |w: u64| CDNA_PLAIN[w as usize];
+        assert_eq!(at(0), CDNA_TAKEN);
+        assert_eq!(at(0x0FF0 | CDNA_MISC as u64), 0xFF * 4);
+        assert_eq!(at(CDNA_TIME_RESET << 13 | CDNA_MISC as u64), CDNA_TAKEN);
+        assert_eq!(at(2 << 13 | 0x10 | CDNA_MISC as u64), 4);
+        for ty in [CDNA_WAVE_START, CDNA_WAVE_END, CDNA_USERDATA] {
+            assert_eq!(at(ty as u64), CDNA_TAKEN, "{ty}");
+        }
+        assert_eq!(at(0x10 | CDNA_TIMESTAMP as u64), 4);
+        assert_eq!(at(0xFFE0 | CDNA_TIMESTAMP as u64), 0);
+        // A wave allocation on slot 9, then on slot 10 (no CDNA SIMD has it).
+        assert_eq!(at(9 << 10 | 0x10 | CDNA_WAVE_ALLOC as u64), 4);
+        assert_eq!(at(10 << 10 | CDNA_WAVE_ALLOC as u64), CDNA_TAKEN);
+        assert_eq!(at(10 << 5 | CDNA_INST as u64), CDNA_TAKEN);
+        assert_eq!(at(9 << 5 | CDNA_INST as u64), 0);
     }
 
     #[test]
