@@ -175,13 +175,16 @@ impl Flamegraph {
     /// Folded stacks sorted by stack text, zero counts left out.
     pub fn folded(&self, names: &Names) -> Vec<(String, u64)> {
         let mut out = Vec::new();
-        // Each frame's folded name made once, not once per stack it is in.
-        let mut folded: std::collections::HashMap<u32, std::borrow::Cow<'_, str>> =
-            std::collections::HashMap::new();
-        for node in &self.nodes[1.min(self.nodes.len())..] {
-            folded
-                .entry(node.frame)
-                .or_insert_with(|| folded_frame(names.get(node.frame)));
+        // Each frame's folded name made once, not once per stack it is in (by frame index: the
+        // names of the run).
+        let mut folded: Vec<std::borrow::Cow<'_, str>> = vec![Default::default(); names.len()];
+        let mut made = vec![false; folded.len()];
+        for node in self.nodes.iter().skip(1) {
+            let f = node.frame as usize;
+            if !made[f] {
+                folded[f] = folded_frame(names.get(node.frame));
+                made[f] = true;
+            }
         }
         let mut frames: Vec<&str> = Vec::new();
         for (i, node) in self.nodes.iter().enumerate() {
@@ -193,7 +196,7 @@ impl Flamegraph {
             let mut n = i as u32;
             while n != 0 {
                 let node = &self.nodes[n as usize];
-                frames.push(&folded[&node.frame]);
+                frames.push(&folded[node.frame as usize]);
                 n = node.parent;
             }
             frames.reverse();
