@@ -155,12 +155,19 @@ pub fn read_regular(path: &Path, max: u64, what: &str) -> io::Result<Vec<u8>> {
 /// Reads all of a file [`open_regular`] opened (`len`: its size then), refusing more than `max`
 /// bytes.
 pub fn read_opened(file: &File, len: u64, max: u64, what: &str) -> io::Result<Vec<u8>> {
+    within(len, max, what)?;
+    read_all(file, len)
+}
+
+/// An error when a file of `len` bytes is more than `max` may be (`what`, the kind of input, as
+/// the message names it).
+pub fn within(len: u64, max: u64, what: &str) -> io::Result<()> {
     if len > max {
         return Err(invalid(format!(
             "it is {len} bytes; {what} may have at most {max} bytes"
         )));
     }
-    read_all(file, len)
+    Ok(())
 }
 
 /// [`read_regular`] as UTF-8 text.

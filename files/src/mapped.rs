@@ -12,8 +12,8 @@
 //! this module). Bytes rewritten underneath are read as they are then: stale or mixed data, as
 //! with `read`, never a crash (the decoders take any bytes).
 //!
-//! Only for files [`crate::input::open_regular`] opened; where a file cannot be mapped (a file
-//! system without `mmap`, all guard slots taken) the caller reads it instead.
+//! [`Bytes::open`] opens a file as [`crate::input`] does (a regular file, bounded) and maps it,
+//! or reads it where it cannot be mapped (a file system without `mmap`, all guard slots taken).
 
 use std::fs::File;
 use std::io;
@@ -197,6 +197,54 @@ impl Mapped {
     }
 }
 
+/// A regular file's bytes: mapped, or read where it cannot be.
+pub enum Bytes {
+    Mapped(Mapped, File),
+    Read(Vec<u8>),
+}
+
+impl Bytes {
+    /// Opens `path` as [`crate::input::open_regular`] does (a FIFO, a directory or a device is
+    /// refused with what it is), refusing more than `max` bytes (`what`, the kind of input, as
+    /// the message names it), mapped where it can be, else read no further than its size when
+    /// opened ([`crate::input::read_opened`]). [`Bytes::intact`] says, once the bytes were used,
+    /// whether they were the file's.
+    pub fn open(path: &std::path::Path, max: u64, what: &str) -> io::Result<Bytes> {
+        let (f, len) = crate::input::open_regular(path)?;
+        crate::input::within(len, max, what)?;
+        match Mapped::map(&f, len)? {
+            Some(m) => Ok(Bytes::Mapped(m, f)),
+            None => crate::input::read_opened(&f, len, max, what).map(Bytes::Read),
+        }
+    }
+
+    /// An error when the file shrank while it was mapped (a read of a page it lost gave zeros),
+    /// as a read that comes short is an error.
+    pub fn intact(&self) -> io::Result<()> {
+        match self {
+            Bytes::Mapped(m, f) if m.shrank(f) => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "it shrank from {} bytes while it was read, or part of it could not be read \
+                     (is it being rewritten?)",
+                    m.len()
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(m, _) => m,
+            Bytes::Read(b) => b,
+        }
+    }
+}
+
 impl std::ops::Deref for Mapped {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
@@ -234,10 +282,19 @@ mod tests {
         let m = Mapped::map(&f, len).unwrap().unwrap();
         assert_eq!(&m[..], &bytes[..]);
         assert!(!m.shrank(&f));
-        // An empty file is not mapped.
+        // An empty file is not mapped (but read: no bytes); a file above the bound is refused
+        // before anything is mapped or read.
         std::fs::write(&p, b"").unwrap();
         let (f, len) = crate::input::open_regular(&p).unwrap();
         assert!(Mapped::map(&f, len).unwrap().is_none());
+        let b = Bytes::open(&p, 10, "a test input").unwrap();
+        assert!(matches!(b, Bytes::Read(ref v) if v.is_empty()));
+        std::fs::write(&p, b"hello").unwrap();
+        let e = Bytes::open(&p, 4, "a test input").err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "it is 5 bytes; a test input may have at most 4 bytes"
+        );
     }
 
     /// A file too large to map at once (sparse here) is faulted in as it is read, and guarded
@@ -264,8 +321,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("t");
         std::fs::write(&p, vec![0xA5u8; 1 << 20]).unwrap();
-        let (f, len) = crate::input::open_regular(&p).unwrap();
-        let m = Mapped::map(&f, len).unwrap().unwrap();
+        let m = Bytes::open(&p, 1 << 20, "a test input").unwrap();
+        assert!(matches!(m, Bytes::Mapped(..)));
+        assert!(m.intact().is_ok());
         // Another writer cuts it to one page and a bit: the pages past that SIGBUS when read.
         std::fs::OpenOptions::new()
             .write(true)
@@ -278,7 +336,11 @@ mod tests {
         // What the file still holds reads as it is, the rest as zeros.
         assert_eq!(sum, 0xA5 * 5000);
         assert_eq!((m[4999], m[5000], m[(1 << 20) - 1]), (0xA5, 0, 0));
-        assert!(m.shrank(&f));
+        let e = m.intact().unwrap_err().to_string();
+        assert!(
+            e.starts_with("it shrank from 1048576 bytes while it was read"),
+            "{e}"
+        );
         drop(m);
         // A mapping frees its guard: more mappings than guards, one after another, all map.
         std::fs::write(&p, b"abc").unwrap();

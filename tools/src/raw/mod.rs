@@ -335,112 +335,35 @@ pub fn generation_of(data: &[u8]) -> Option<Generation> {
     }
 }
 
-/// The largest raw trace read (it is read whole).
+/// The largest raw trace opened (mapped, or read whole where it cannot be).
 pub const MAX_TRACE_BYTES: u64 = 16 << 30;
 
-/// A raw trace's bytes: the file mapped ([`sqtt_files::mapped`]), or read where it cannot be.
-pub enum Trace {
-    Mapped(sqtt_files::mapped::Mapped, std::fs::File),
-    Read(Vec<u8>),
-}
+/// A raw trace's bytes ([`sqtt_files::mapped::Bytes`]: mapped, or read where it cannot be).
+pub struct Trace(sqtt_files::mapped::Bytes);
 
 impl std::ops::Deref for Trace {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        match self {
-            Trace::Mapped(m, _) => m,
-            Trace::Read(b) => b,
-        }
+        &self.0
     }
 }
 
 impl Trace {
-    /// An error when the file shrank while it was mapped: what was made of its bytes is not
-    /// its (a read of a page it lost gave zeros), as a read that came short is an error.
+    /// An error naming `path` when the file shrank while it was used: what was made of its
+    /// bytes is not its.
     pub fn intact(&self, path: &Path) -> Result<(), Error> {
-        match self {
-            Trace::Mapped(m, f) if m.shrank(f) => Err(Error::Malformed {
-                path: path.to_path_buf(),
-                reason: format!(
-                    "it shrank from {} bytes while it was read, or part of it could not be read \
-                     (is it being rewritten?)",
-                    m.len()
-                ),
-            }),
-            _ => Ok(()),
-        }
+        self.0.intact().map_err(|e| Error::io(path, e))
     }
 }
 
-/// Opens one raw trace: only a regular file ([`sqtt_files::input::open_regular`]: a FIFO, a
-/// directory or a device is refused with what it is, so nothing blocks), of at most
-/// [`MAX_TRACE_BYTES`], mapped where it can be (no copy, no fresh memory: the decoders read the
-/// page cache), else read no further than its size when opened, into memory reserved fallibly.
-/// [`Trace::intact`] says after decoding whether the bytes were the file's.
+/// Opens one raw trace: only a regular file (a FIFO, a directory or a device is refused with
+/// what it is, so nothing blocks), of at most [`MAX_TRACE_BYTES`], mapped where it can be (no
+/// copy, no fresh memory: the decoders read the page cache), else read. [`Trace::intact`] says
+/// after decoding whether the bytes were the file's.
 pub fn open_trace(path: &Path) -> Result<Trace, Error> {
-    let (f, len) = sqtt_files::input::open_regular(path).map_err(|e| Error::io(path, e))?;
-    if len > MAX_TRACE_BYTES {
-        return Err(too_large(path, len));
-    }
-    match sqtt_files::mapped::Mapped::map(&f, len).map_err(|e| Error::io(path, e))? {
-        Some(m) => Ok(Trace::Mapped(m, f)),
-        None => {
-            let mut buf = Vec::new();
-            read_opened(path, &f, len, &mut buf)?;
-            Ok(Trace::Read(buf))
-        }
-    }
-}
-
-fn too_large(path: &Path, len: u64) -> Error {
-    Error::Malformed {
-        path: path.to_path_buf(),
-        reason: format!("it is {len} bytes; a raw trace may have at most {MAX_TRACE_BYTES} bytes"),
-    }
-}
-
-/// Reads an opened raw trace of `len` bytes into `buf`, reserved fallibly; a file that shrinks
-/// while read is an error.
-fn read_opened(path: &Path, f: &std::fs::File, len: u64, buf: &mut Vec<u8>) -> Result<(), Error> {
-    use std::io::Read;
-    buf.clear();
-    let want = len as usize;
-    if buf.capacity() < want {
-        // Out of memory (or above `ulimit -v`) is this file's error, not an abort.
-        buf.try_reserve_exact(want)
-            .map_err(|_| Error::io(path, sqtt_files::input::out_of_memory(len)))?;
-        advise_huge_pages(buf);
-    }
-    f.take(len)
-        .read_to_end(buf)
-        .map_err(|e| Error::io(path, e))?;
-    if buf.len() < want {
-        return Err(Error::Malformed {
-            path: path.to_path_buf(),
-            reason: format!(
-                "it shrank from {want} to {} bytes while it was read (is it being rewritten?)",
-                buf.len()
-            ),
-        });
-    }
-    Ok(())
-}
-
-/// Asks the kernel for huge pages under `buf`'s capacity: a trace of tens of megabytes is then
-/// read into a few dozen pages instead of thousands (each faulted in, zeroed and freed). Only
-/// advice: nothing changes where the kernel does not take it.
-fn advise_huge_pages(buf: &mut Vec<u8>) {
-    const PAGE: usize = 4096;
-    let start = buf.as_mut_ptr() as usize;
-    let end = start + buf.capacity();
-    let (a, b) = (start.div_ceil(PAGE) * PAGE, end / PAGE * PAGE);
-    if b > a {
-        // SAFETY: the range lies inside `buf`'s allocation, which this process owns; the advice
-        // changes no memory contents.
-        unsafe {
-            libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_HUGEPAGE);
-        }
-    }
+    sqtt_files::mapped::Bytes::open(path, MAX_TRACE_BYTES, "a raw trace")
+        .map(Trace)
+        .map_err(|e| Error::io(path, e))
 }
 
 /// One shader engine's trace decoded: its waves as occupancy rows (start or end, time) by slot
