@@ -177,14 +177,9 @@ impl Flamegraph {
         let mut out = Vec::new();
         // Each frame's folded name made once, not once per stack it is in (by frame index: the
         // names of the run).
-        let mut folded: Vec<std::borrow::Cow<'_, str>> = vec![Default::default(); names.len()];
-        let mut made = vec![false; folded.len()];
+        let mut folded: Vec<Option<std::borrow::Cow<'_, str>>> = vec![None; names.len()];
         for node in self.nodes.iter().skip(1) {
-            let f = node.frame as usize;
-            if !made[f] {
-                folded[f] = folded_frame(names.get(node.frame));
-                made[f] = true;
-            }
+            folded[node.frame as usize].get_or_insert_with(|| folded_frame(names.get(node.frame)));
         }
         let mut frames: Vec<&str> = Vec::new();
         for (i, node) in self.nodes.iter().enumerate() {
@@ -196,7 +191,7 @@ impl Flamegraph {
             let mut n = i as u32;
             while n != 0 {
                 let node = &self.nodes[n as usize];
-                frames.push(&folded[node.frame as usize]);
+                frames.push(folded[node.frame as usize].as_deref().unwrap_or_default());
                 n = node.parent;
             }
             frames.reverse();
