@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
@@ -26,8 +27,9 @@ pub struct DispatchKernel {
     /// rocprofiler's kernel ID.
     pub kernel_id: u64,
     /// The kernel's symbol name (mangled in JSON and SQLite; as `--kernel-trace` printed it in
-    /// CSV).
-    pub kernel_name: String,
+    /// CSV): one copy for all the dispatches of a kernel (a run's kernel trace lists every
+    /// dispatch, often millions, and a templated kernel's name can be kilobytes long).
+    pub kernel_name: Arc<str>,
     /// The code object the kernel is in (not in CSV).
     pub code_object_id: Option<u64>,
 }
@@ -133,10 +135,10 @@ fn read_json(path: &Path) -> Result<BTreeMap<u64, DispatchKernel>, Error> {
         })?;
     let mut out = BTreeMap::new();
     for tool in doc.tool {
-        let symbols: BTreeMap<u64, &SymbolJson> = tool
+        let symbols: BTreeMap<u64, (Arc<str>, Option<u64>)> = tool
             .kernel_symbols
-            .iter()
-            .map(|s| (s.kernel_id, s))
+            .into_iter()
+            .map(|s| (s.kernel_id, (Arc::from(s.kernel_name), s.code_object_id)))
             .collect();
         for d in &tool.buffer_records.kernel_dispatch {
             let info = &d.dispatch_info;
@@ -145,8 +147,8 @@ fn read_json(path: &Path) -> Result<BTreeMap<u64, DispatchKernel>, Error> {
                 info.dispatch_id,
                 DispatchKernel {
                     kernel_id: info.kernel_id,
-                    kernel_name: sym.map(|s| s.kernel_name.clone()).unwrap_or_default(),
-                    code_object_id: sym.and_then(|s| s.code_object_id),
+                    kernel_name: sym.map_or_else(|| Arc::from(""), |s| s.0.clone()),
+                    code_object_id: sym.and_then(|s| s.1),
                 },
             );
         }
@@ -227,6 +229,8 @@ fn read_csv(path: &Path) -> Result<BTreeMap<u64, DispatchKernel>, Error> {
     };
     let (dc, kc, nc) = (col("Dispatch_Id")?, col("Kernel_Id")?, col("Kernel_Name")?);
     let mut out = BTreeMap::new();
+    // Each kernel's name once, by kernel ID (every row repeats it).
+    let mut names: BTreeMap<u64, Arc<str>> = BTreeMap::new();
     let mut row = 1u64;
     while let Some(line) = next() {
         let line = line?;
@@ -255,11 +259,21 @@ fn read_csv(path: &Path) -> Result<BTreeMap<u64, DispatchKernel>, Error> {
             v.parse()
                 .map_err(|_| bad(format!("row {row}: {what} {v:?} is not a number")))
         };
+        let kernel_id = num(kc, "Kernel_Id")?;
+        let name = fields.get(nc).map_or("", String::as_str);
+        let kernel_name = match names.get(&kernel_id) {
+            Some(n) if **n == *name => n.clone(),
+            _ => {
+                let n: Arc<str> = Arc::from(name);
+                names.insert(kernel_id, n.clone());
+                n
+            }
+        };
         out.insert(
             num(dc, "Dispatch_Id")?,
             DispatchKernel {
-                kernel_id: num(kc, "Kernel_Id")?,
-                kernel_name: fields.get(nc).cloned().unwrap_or_default(),
+                kernel_id,
+                kernel_name,
                 code_object_id: None,
             },
         );
@@ -306,30 +320,46 @@ fn read_sqlite(path: &Path) -> Result<BTreeMap<u64, DispatchKernel>, Error> {
     };
     let dispatch = relation("rocpd_kernel_dispatch")?;
     let symbol = relation("rocpd_info_kernel_symbol")?;
-    let sql = format!(
-        "SELECT d.dispatch_id, d.kernel_id, s.code_object_id, s.kernel_name \
-         FROM \"{dispatch}\" AS d LEFT JOIN \"{symbol}\" AS s ON s.id = d.kernel_id"
-    );
-    let mut stmt = conn.prepare(&sql).map_err(bad)?;
+    // The kernels first, each name read once; then the dispatches, which name their kernel.
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT id, code_object_id, kernel_name FROM \"{symbol}\""
+        ))
+        .map_err(bad)?;
     let rows = stmt
         .query_map([], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, Option<i64>>(2)?,
-                r.get::<_, Option<String>>(3)?,
+                r.get::<_, Option<i64>>(1)?,
+                r.get::<_, Option<String>>(2)?,
             ))
         })
         .map_err(bad)?;
-    let mut out = BTreeMap::new();
+    let mut symbols: BTreeMap<i64, (Arc<str>, Option<u64>)> = BTreeMap::new();
     for row in rows {
-        let (d, k, co, name) = row.map_err(bad)?;
+        let (id, co, name) = row.map_err(bad)?;
+        let name: Arc<str> = Arc::from(name.unwrap_or_default());
+        symbols.insert(id, (name, co.map(|c| c as u64)));
+    }
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT dispatch_id, kernel_id FROM \"{dispatch}\""
+        ))
+        .map_err(bad)?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+        .map_err(bad)?;
+    let mut out = BTreeMap::new();
+    let unnamed: Arc<str> = Arc::from("");
+    for row in rows {
+        let (d, k) = row.map_err(bad)?;
+        let sym = symbols.get(&k);
         out.insert(
             d as u64,
             DispatchKernel {
                 kernel_id: k as u64,
-                kernel_name: name.unwrap_or_default(),
-                code_object_id: co.map(|c| c as u64),
+                kernel_name: sym.map_or_else(|| unnamed.clone(), |s| s.0.clone()),
+                code_object_id: sym.and_then(|s| s.1),
             },
         );
     }
@@ -345,6 +375,96 @@ mod tests {
         let f = csv_fields(r#"a,"b,c","d""e",,"f"#, || Some("g\"".into())).unwrap();
         assert_eq!(f, ["a", "b,c", "d\"e", "", "f\ng"]);
         assert!(csv_fields("\"open", || None).is_err());
+    }
+
+    /// Every format: the dispatches' kernels and code objects as written, a dispatch of a
+    /// kernel the symbols lack unnamed, and one copy of each kernel's name for all its
+    /// dispatches (a long templated name times millions of dispatches would not fit in memory).
+    #[test]
+    fn dispatches_of_a_kernel_share_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = format!("_Z6kernelI{}EvPf", "N4impl5LayerE".repeat(300));
+        // Dispatches 1 to 6: kernels 1, 2, 1, 2, 1, and 9 (no symbol).
+        let kernel_of = |d: u64| if d == 6 { 9 } else { 2 - d % 2 };
+        let json = dir.path().join("7_results.json");
+        let doc = serde_json::json!({"rocprofiler-sdk-tool": [{
+            "kernel_symbols": [
+                {"kernel_id": 1, "code_object_id": 3, "kernel_name": long},
+                {"kernel_id": 2, "code_object_id": 4, "kernel_name": "_Z5smallv"},
+            ],
+            "buffer_records": {"kernel_dispatch": (1..=6u64)
+                .map(|d| serde_json::json!({"dispatch_info": {"dispatch_id": d, "kernel_id": kernel_of(d)}}))
+                .collect::<Vec<_>>()},
+        }]});
+        std::fs::write(&json, doc.to_string()).unwrap();
+        let csv = dir.path().join("7_kernel_trace.csv");
+        let mut text = String::from("Kind,Dispatch_Id,Kernel_Id,Kernel_Name\n");
+        for d in 1..=6u64 {
+            let k = kernel_of(d);
+            let name = match k {
+                1 => long.as_str(),
+                2 => "_Z5smallv",
+                _ => "",
+            };
+            text.push_str(&format!("KERNEL_DISPATCH,{d},{k},\"{name}\"\n"));
+        }
+        std::fs::write(&csv, text).unwrap();
+        let db_path = dir.path().join("7_results.db");
+        let db = rusqlite::Connection::open(&db_path).unwrap();
+        db.execute_batch(
+            "CREATE TABLE rocpd_info_kernel_symbol (id INTEGER PRIMARY KEY, code_object_id INTEGER, kernel_name TEXT);
+             CREATE TABLE rocpd_kernel_dispatch (id INTEGER PRIMARY KEY, kernel_id INTEGER, dispatch_id INTEGER);",
+        )
+        .unwrap();
+        db.execute(
+            "INSERT INTO rocpd_info_kernel_symbol VALUES (1, 3, ?1), (2, 4, '_Z5smallv')",
+            [&long],
+        )
+        .unwrap();
+        for d in 1..=6u64 {
+            db.execute(
+                "INSERT INTO rocpd_kernel_dispatch (kernel_id, dispatch_id) VALUES (?1, ?2)",
+                [kernel_of(d) as i64, d as i64],
+            )
+            .unwrap();
+        }
+        drop(db);
+        for (path, format) in [
+            (&json, Format::Json),
+            (&csv, Format::Csv),
+            (&db_path, Format::Sqlite),
+        ] {
+            let t = KernelTrace::read(path, format).unwrap();
+            let d = &t.dispatches;
+            assert_eq!(d.len(), 6, "{format:?}");
+            for (i, k) in d {
+                assert_eq!(k.kernel_id, kernel_of(*i), "{format:?}");
+            }
+            assert_eq!(&*d[&1].kernel_name, long, "{format:?}");
+            assert_eq!(&*d[&2].kernel_name, "_Z5smallv", "{format:?}");
+            assert_eq!(&*d[&6].kernel_name, "", "{format:?}");
+            assert!(
+                Arc::ptr_eq(&d[&1].kernel_name, &d[&3].kernel_name),
+                "{format:?}"
+            );
+            assert!(
+                Arc::ptr_eq(&d[&1].kernel_name, &d[&5].kernel_name),
+                "{format:?}"
+            );
+            assert!(
+                Arc::ptr_eq(&d[&2].kernel_name, &d[&4].kernel_name),
+                "{format:?}"
+            );
+            let co = |i: u64| d[&i].code_object_id;
+            if format == Format::Csv {
+                assert_eq!((co(1), co(2)), (None, None));
+            } else {
+                assert_eq!(
+                    (co(1), co(2), co(3), co(6)),
+                    (Some(3), Some(4), Some(3), None)
+                );
+            }
+        }
     }
 
     #[test]

@@ -85,7 +85,7 @@ impl RawDomain {
         };
         if let Some(k) = &self.kernel {
             o.dispatches
-                .insert(self.occupancy_id, k.kernel_name.clone());
+                .insert(self.occupancy_id, k.kernel_name.to_string());
             if let Some(co) = k.code_object_id {
                 o.dispatch_codeobj.insert(self.occupancy_id, co);
             }
