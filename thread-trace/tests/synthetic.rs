@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use sqtt_thread_trace::decode::{
-    decode, decode_halves, decode_split_halves, shader_data, ShaderData, Sink, Split,
+    decode, decode_halves, decode_split_halves, decode_steps, shader_data, ShaderData, Sink, Split,
 };
 use sqtt_thread_trace::synth::{Encoder, Form, Slot};
 use sqtt_thread_trace::{clock, markers, waves, GcVersion, Generation, Gpu, Marker, Wave};
@@ -264,10 +264,15 @@ impl Split for Log {
 
 /// A stream walked in two halves at once gives what one walk gives: every event, in order, and
 /// the same summary (stop included), wherever the middle falls; so does a [`Split`] sink, which
-/// collects the second half itself.
+/// collects the second half itself; and both give what the walk gives packet by packet without
+/// its tight loops (which take plain packets, shader data and time stamps on their own).
 fn halves_agree(g: Generation, data: &[u8]) -> Result<bool, TestCaseError> {
     let (mut one, mut two, mut split) = (Log::default(), Log::default(), Log::default());
+    let mut steps = Log::default();
+    let s0 = decode_steps(g, data, &mut steps);
     let (s1, _) = decode_halves(g, data, &mut one, false);
+    prop_assert_eq!(s0, s1);
+    prop_assert_eq!(&steps, &one);
     let (s2, met) = decode_halves(g, data, &mut two, true);
     let (s3, met_split) = decode_split_halves(g, data, &mut split, true);
     prop_assert_eq!(s1, s2);

@@ -2,14 +2,15 @@
 //! their ranges (flags IMM and PRIV only, PRIV only on GFX12, an immediate's value 8 bits,
 //! AMD's cu, SIMD and slot numbering); RDNA times never run back; the bytes up to where the
 //! decoder stopped give the same records and the same stop; a walk in two halves at once gives
-//! what one walk gives, into a plain sink and into a `Split` one.
+//! what one walk gives, into a plain sink and into a `Split` one; and the walks with their tight
+//! loops give what the walk packet by packet gives.
 //! Run with `cargo +nightly fuzz run raw_records` from thread-trace/ (cargo-fuzz needs nightly).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use sqtt_thread_trace::decode::{
-    decode, decode_halves, decode_split_halves, shader_data, ShaderData, Sink, Split,
-    SHADER_DATA_IMM, SHADER_DATA_PRIV,
+    decode, decode_halves, decode_split_halves, decode_steps, shader_data, ShaderData, Sink,
+    Split, SHADER_DATA_IMM, SHADER_DATA_PRIV,
 };
 use sqtt_thread_trace::Generation;
 
@@ -71,6 +72,9 @@ fuzz_target!(|data: &[u8]| {
         let (s3, _) = decode_split_halves(g, data, &mut split, true);
         assert_eq!(s3, summary);
         assert_eq!(split.0, records);
+        let mut steps = Records::default();
+        assert_eq!(decode_steps(g, data, &mut steps), summary);
+        assert_eq!(steps.0, records);
         let mut count = Count::default();
         let again = decode(g, data, &mut count);
         assert_eq!(summary, again);
