@@ -1407,7 +1407,9 @@ fn cdna_plain(data: &[u8], i: &mut usize, end: usize, time: &mut u64, packets: &
     (*i, *time, *packets) = (j, t, k);
 }
 
-fn cdna<S: Sink>(data: &[u8], sink: &mut S) -> Summary {
+/// The CDNA walk; with `TIGHT`, the usual tokens taken by the tight loop ([`cdna_plain`]), else
+/// every token by the walk's own step (the reference the tight loop is tested against).
+fn cdna<S: Sink, const TIGHT: bool>(data: &[u8], sink: &mut S) -> Summary {
     let n = data.len() / 2;
     let mut i = if gfx9_header(data) { 4 } else { 0 };
     let mut time = 0u64;
@@ -1420,13 +1422,15 @@ fn cdna<S: Sink>(data: &[u8], sink: &mut S) -> Summary {
     };
     let mut stop = None;
     while i < n {
-        cdna_plain(
-            data,
-            &mut i,
-            n.saturating_sub(7).min(drop_at),
-            &mut time,
-            &mut packets,
-        );
+        if TIGHT {
+            cdna_plain(
+                data,
+                &mut i,
+                n.saturating_sub(7).min(drop_at),
+                &mut time,
+                &mut packets,
+            );
+        }
         if i >= n {
             break;
         }
@@ -1540,7 +1544,7 @@ pub fn decode<S: Sink>(generation: Generation, data: &[u8], sink: &mut S) -> Sum
 /// itself.
 pub fn decode_split<S: Split>(generation: Generation, data: &[u8], sink: &mut S) -> Summary {
     match generation {
-        Generation::Gfx9 => cdna(data, sink),
+        Generation::Gfx9 => cdna::<S, true>(data, sink),
         Generation::Gfx11 => rdna::<S, false>(data, sink),
         Generation::Gfx12 => rdna::<S, true>(data, sink),
         _ => Summary::default(),
@@ -1582,7 +1586,7 @@ pub fn decode_split_halves<S: Split>(
     (s, met)
 }
 
-/// [`decode`] with RDNA streams walked packet by packet by the one step that decodes every
+/// [`decode`] with streams (RDNA and CDNA) walked packet by packet by the one step that decodes every
 /// packet, without the tight loops that take the usual ones faster: for tests that the two give
 /// the same.
 #[doc(hidden)]
@@ -1591,6 +1595,7 @@ pub fn decode_steps<S: Sink>(generation: Generation, data: &[u8], sink: &mut S) 
     match generation {
         Generation::Gfx11 => rdna_walk::<_, false>(data, sink, Walking::Steps, &mut false),
         Generation::Gfx12 => rdna_walk::<_, true>(data, sink, Walking::Steps, &mut false),
+        Generation::Gfx9 => cdna::<_, false>(data, sink),
         _ => decode_split(generation, data, sink),
     }
 }
