@@ -58,7 +58,7 @@ impl Demux {
                 continue;
             };
             let decoded = raw::decode_engine(generation, se, &data, &mut buffers);
-            let records = &buffers.records;
+            let runs = buffers.records();
             if let Err(e) = data.intact(path) {
                 counts.files_bad += 1;
                 file_errors.push(e.to_string());
@@ -78,16 +78,20 @@ impl Demux {
                 continue;
             }
             counts.files_ok += 1;
-            counts.records += records.len() as u64;
+            counts.records += runs.iter().map(|(run, _)| run.len() as u64).sum::<u64>();
+            let records = || {
+                runs.into_iter()
+                    .flat_map(|(run, offset)| run.iter().map(move |r| raw::record(r, offset)))
+            };
             // An engine's stream is in time order but where the time wraps or a GFX9 time reset
             // moves it back: records in order go on without the reorder window's copies.
-            if records.is_sorted_by_key(|r| r.time) {
-                for r in records {
-                    self.record::<S, M>(p, se, &raw::record(r));
+            if records().is_sorted_by_key(|r| r.time) {
+                for r in records() {
+                    self.record::<S, M>(p, se, &r);
                 }
             } else {
-                for r in records {
-                    order.push(&raw::record(r), |x| self.record::<S, M>(p, se, x));
+                for r in records() {
+                    order.push(&r, |x| self.record::<S, M>(p, se, x));
                 }
                 order.flush(|r| self.record::<S, M>(p, se, r));
             }

@@ -377,10 +377,27 @@ pub struct Decoded {
 /// once (fresh pages cost more than the decoding: each is faulted in and zeroed).
 #[derive(Default)]
 pub struct Buffers {
-    /// The engine's records, in stream order.
-    pub records: Vec<decode::ShaderData>,
+    /// The engine's records, in stream order, but for [`Buffers::tail`].
+    records: Vec<decode::ShaderData>,
     /// The part of a stream decoded apart ([`decode::Split`]).
     part: Part,
+    /// The records that follow `records`: `part.records[from..to]`, their times moved by the
+    /// offset (left where the part's walk put them, not copied: a copy would touch as many
+    /// fresh pages again).
+    tail: Option<(usize, usize, u64)>,
+    /// The records that follow the tail (the walk's last bytes, past where the part's ended).
+    after: Vec<decode::ShaderData>,
+}
+
+impl Buffers {
+    /// The engine's records, in stream order: runs, each with the offset its times move by.
+    pub fn records(&self) -> [(&[decode::ShaderData], u64); 3] {
+        let tail = match self.tail {
+            Some((from, to, offset)) => (&self.part.records[from..to], offset),
+            None => (&[][..], 0),
+        };
+        [(&self.records[..], 0), tail, (&self.after[..], 0)]
+    }
 }
 
 struct Collect<'a> {
@@ -389,9 +406,25 @@ struct Collect<'a> {
     records: &'a mut Vec<decode::ShaderData>,
     waves: BTreeMap<u64, Vec<(u64, bool)>>,
     spare: &'a mut Part,
+    tail: &'a mut Option<(usize, usize, u64)>,
+    after: &'a mut Vec<decode::ShaderData>,
 }
 
 impl Collect<'_> {
+    /// Copies the tail's records, and those after it, after `records`: before the part's
+    /// buffer is used again (a stream walked in more parts than two).
+    fn settle_tail(&mut self) {
+        if let Some((from, to, offset)) = self.tail.take() {
+            let moved = |r: &decode::ShaderData| decode::ShaderData {
+                time: r.time.wrapping_add(offset),
+                ..*r
+            };
+            self.records
+                .extend(self.spare.records[from..to].iter().map(moved));
+            self.records.append(self.after);
+        }
+    }
+
     fn wave(&mut self, cu: u32, simd: u32, slot: u32, time: u64, start: bool) {
         let cu = u32::from(decode::amd_cu(self.generation, cu));
         self.waves
@@ -428,6 +461,7 @@ impl decode::Split for Collect<'_> {
     type Mark = (usize, usize);
 
     fn part(&mut self) -> Part {
+        self.settle_tail();
         let mut part = std::mem::take(self.spare);
         part.records.clear();
         part.waves.clear();
@@ -439,16 +473,13 @@ impl decode::Split for Collect<'_> {
     }
 
     fn join(&mut self, part: Part, from: (usize, usize), to: (usize, usize), offset: u64) {
-        let moved = |r: &decode::ShaderData| decode::ShaderData {
-            time: r.time.wrapping_add(offset),
-            ..*r
-        };
-        self.records
-            .extend(part.records[from.0..to.0].iter().map(moved));
+        // The part's records stay where they are, as the records' tail.
+        self.settle_tail();
         for &(cu, simd, slot, time, start) in &part.waves[from.1..to.1] {
             self.wave(cu, simd, slot, time.wrapping_add(offset), start);
         }
         *self.spare = part;
+        *self.tail = Some((from.0, to.0, offset));
     }
 }
 
@@ -461,12 +492,16 @@ impl DecodeSink for Collect<'_> {
     }
     #[inline]
     fn shader_data(&mut self, r: decode::ShaderData) {
-        self.records.push(r);
+        if self.tail.is_some() {
+            self.after.push(r);
+        } else {
+            self.records.push(r);
+        }
     }
 }
 
-/// Decodes one shader engine's trace `data` of `generation`: its records into `buffers.records`
-/// (in stream order; emptied first), its waves returned.
+/// Decodes one shader engine's trace `data` of `generation`: its records into `buffers` (in
+/// stream order, [`Buffers::records`]; emptied first), its waves returned.
 pub fn decode_engine(
     generation: Generation,
     se: u32,
@@ -474,12 +509,16 @@ pub fn decode_engine(
     buffers: &mut Buffers,
 ) -> Decoded {
     buffers.records.clear();
+    buffers.after.clear();
+    buffers.tail = None;
     let mut c = Collect {
         se,
         generation,
         records: &mut buffers.records,
         waves: BTreeMap::new(),
         spare: &mut buffers.part,
+        tail: &mut buffers.tail,
+        after: &mut buffers.after,
     };
     let summary = decode::decode_split(generation, data, &mut c);
     Decoded {
@@ -488,11 +527,11 @@ pub fn decode_engine(
     }
 }
 
-/// A decoded record as the engine reads a shaderdata row.
+/// A decoded record as the engine reads a shaderdata row, its time moved by `offset`.
 #[inline]
-pub fn record(r: &decode::ShaderData) -> Record {
+pub fn record(r: &decode::ShaderData, offset: u64) -> Record {
     Record {
-        time: r.time,
+        time: r.time.wrapping_add(offset),
         value: r.value,
         cu: u32::from(r.cu),
         simd: u32::from(r.simd),
@@ -514,4 +553,66 @@ pub fn add_waves(
         occ.slots.insert(key, wave_spans(rows, path)?);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqtt_thread_trace::synth::{Encoder, Form, Slot};
+
+    /// A long stream (walked in parts: the second part's records left where its walk put them,
+    /// those of the last bytes after them) gives the records one plain walk gives, in order,
+    /// from one engine to the next with the buffers kept.
+    #[test]
+    fn an_engine_s_records_are_the_stream_s() {
+        let mut buffers = Buffers::default();
+        for g in [Generation::Gfx11, Generation::Gfx12, Generation::Gfx9] {
+            let mut e = Encoder::new(g);
+            let slot = Slot {
+                sa: 0,
+                wgp: 1,
+                simd: 2,
+                slot: 3,
+            };
+            e.start(slot, true);
+            let mut i = 0u32;
+            while e.bit_len() < 12 << 20 {
+                e.gap(u64::from(i % 40));
+                e.other(
+                    i as usize,
+                    u128::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                );
+                e.shader_data(slot, i, Form::Full, true);
+                i += 1;
+            }
+            // Records in the stream's last bytes too, past where a part's walk ends.
+            for v in 0..3 {
+                e.shader_data(slot, v, Form::Full, true);
+            }
+            e.end(slot, true);
+            e.flush();
+            let data = e.bytes();
+            let (want, summary) = decode::shader_data(g, &data);
+            assert!(summary.stop.is_none(), "{g:?}: {summary:?}");
+            let decoded = decode_engine(g, 0, &data, &mut buffers);
+            assert_eq!(decoded.summary, summary, "{g:?}");
+            let got: Vec<decode::ShaderData> = buffers
+                .records()
+                .into_iter()
+                .flat_map(|(run, offset)| {
+                    run.iter().map(move |r| decode::ShaderData {
+                        time: r.time.wrapping_add(offset),
+                        ..*r
+                    })
+                })
+                .collect();
+            assert_eq!(got.len(), want.len(), "{g:?}");
+            assert!(got == want, "{g:?}: records differ");
+            if g != Generation::Gfx9 {
+                // The parts met: the second part's records were used where they are.
+                assert!(buffers.tail.is_some(), "{g:?}");
+                assert!(!buffers.after.is_empty(), "{g:?}");
+            }
+        }
+    }
 }
