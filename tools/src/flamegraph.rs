@@ -55,6 +55,8 @@ struct FState {
 
 /// Initial entries of [`Flamegraph::table`] (a power of two; kept at most half full).
 const TABLE_START: usize = 64;
+/// The stacks a flamegraph has room for from the start (4 MiB of address space).
+const NODES_START: usize = 1 << 16;
 
 #[inline]
 fn line(parent: u32, frame: u32, mask: usize) -> usize {
@@ -80,11 +82,16 @@ fn prefetch(n: &Node) {
 
 impl Flamegraph {
     pub fn new() -> Flamegraph {
+        // Room for many stacks from the start, in memory touched only as they come: a vector of
+        // 64-byte-aligned nodes grows by copying into fresh pages (no in-place realloc at that
+        // alignment), each faulted in again.
+        let mut nodes = Vec::with_capacity(NODES_START);
+        nodes.push(Node {
+            frame: u32::MAX,
+            ..Node::default()
+        });
         Flamegraph {
-            nodes: vec![Node {
-                frame: u32::MAX,
-                ..Node::default()
-            }],
+            nodes,
             table: vec![0; TABLE_START],
             ..Default::default()
         }
