@@ -546,20 +546,7 @@ fn parse() -> Result<Cli, ExitCode> {
     }
 }
 
-/// Large blocks (a trace's records, a flamegraph's nodes) in mappings of their own, as glibc
-/// first makes them: growing one then moves its pages (mremap) instead of copying them into
-/// fresh ones, each faulted in and zeroed. glibc otherwise raises this threshold to the size of
-/// the largest block freed, after which blocks of up to 32 MiB grow by copying in its heap.
-fn large_blocks_mapped() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets an allocator parameter; called before any thread starts.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 10);
-    }
-}
-
 fn main() -> ExitCode {
-    large_blocks_mapped();
     let cli = match parse() {
         Ok(cli) => cli,
         Err(code) => return code,

@@ -511,6 +511,12 @@ pub fn decode_engine(
     buffers.records.clear();
     buffers.after.clear();
     buffers.tail = None;
+    // Room for a record every 16 bytes of trace, denser than traces are, in address space only
+    // (pages are touched as records come): a vector grown by doubling copies its records into
+    // fresh pages each time, each faulted in and zeroed. Not having the room is no error.
+    let room = data.len() / 16;
+    let _ = buffers.records.try_reserve(room);
+    let _ = buffers.part.records.try_reserve(room / 2);
     let mut c = Collect {
         se,
         generation,
