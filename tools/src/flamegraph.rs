@@ -181,13 +181,74 @@ impl Flamegraph {
 
     /// Folded stacks sorted by stack text, zero counts left out.
     pub fn folded(&self, names: &Names) -> Vec<(String, u64)> {
-        let mut out = Vec::new();
         // Each frame's folded name made once, not once per stack it is in (by frame index: the
         // names of the run).
         let mut folded: Vec<Option<std::borrow::Cow<'_, str>>> = vec![None; names.len()];
         for node in self.nodes.iter().skip(1) {
             folded[node.frame as usize].get_or_insert_with(|| folded_frame(names.get(node.frame)));
         }
+        match walk_ranks(&folded) {
+            Some(rank) => self.folded_in_walk_order(&folded, &rank),
+            None => self.folded_sorted(&folded),
+        }
+    }
+
+    /// The stacks in the order of a walk of the tree that takes each node's line, then its
+    /// children's subtrees by their names' order: the stacks' text order when
+    /// [`walk_ranks`] gives the names' ranks. No sort of the lines, and each line made by
+    /// extending its parent's.
+    fn folded_in_walk_order(
+        &self,
+        folded: &[Option<std::borrow::Cow<'_, str>>],
+        rank: &[u32],
+    ) -> Vec<(String, u64)> {
+        let n = self.nodes.len();
+        // Every node but the root, by parent and then its frame's rank: each node's children
+        // a run, in the walk's order.
+        let mut kids: Vec<(u32, u32, u32)> = (1..n as u32)
+            .map(|c| {
+                let node = &self.nodes[c as usize];
+                (node.parent, rank[node.frame as usize], c)
+            })
+            .collect();
+        kids.sort_unstable();
+        let mut first = vec![0u32; n + 1];
+        for &(parent, _, _) in &kids {
+            first[parent as usize + 1] += 1;
+        }
+        for i in 0..n {
+            first[i + 1] += first[i];
+        }
+        let mut out = Vec::new();
+        let mut path = String::new();
+        // (node, the path's length before it); the root's children first, pushed in reverse so
+        // that the first comes off first.
+        let mut stack: Vec<(u32, usize)> = Vec::new();
+        let push_kids = |stack: &mut Vec<(u32, usize)>, node: u32, len: usize| {
+            let (from, to) = (first[node as usize], first[node as usize + 1]);
+            for &(_, _, c) in kids[from as usize..to as usize].iter().rev() {
+                stack.push((c, len));
+            }
+        };
+        push_kids(&mut stack, 0, 0);
+        while let Some((c, len)) = stack.pop() {
+            path.truncate(len);
+            let node = &self.nodes[c as usize];
+            if node.parent != 0 {
+                path.push(';');
+            }
+            path.push_str(folded[node.frame as usize].as_deref().unwrap_or_default());
+            if node.weight != 0 {
+                out.push((path.clone(), node.weight));
+            }
+            push_kids(&mut stack, c, path.len());
+        }
+        out
+    }
+
+    /// The stacks, each made from its frames, sorted by their text.
+    fn folded_sorted(&self, folded: &[Option<std::borrow::Cow<'_, str>>]) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
         let mut frames: Vec<&str> = Vec::new();
         for (i, node) in self.nodes.iter().enumerate() {
             let w = node.weight;
@@ -214,6 +275,36 @@ impl Flamegraph {
         diag.warn_n(kind::UNMATCHED_ENTER, self.unmatched_enter, || ex);
         diag.warn_n(kind::UNMATCHED_EXIT, self.unmatched_exit, String::new);
     }
+}
+
+/// The rank of each frame's folded name in byte order, when a walk of the tree that takes each
+/// node's line, then its children's subtrees in that order, gives the lines in text order: no two
+/// frames have the same name (two sibling subtrees would interleave), and no name is another's
+/// followed by a byte that sorts before `;` (`a;x` sorts after `a0`, a sibling of `a`). None
+/// otherwise.
+fn walk_ranks(folded: &[Option<std::borrow::Cow<'_, str>>]) -> Option<Vec<u32>> {
+    let mut by_name: Vec<(&str, usize)> = folded
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| n.as_deref().map(|n| (n, i)))
+        .collect();
+    by_name.sort_unstable();
+    for (k, &(a, _)) in by_name.iter().enumerate() {
+        // The names that start with `a` follow it in byte order.
+        for &(b, _) in by_name[k + 1..]
+            .iter()
+            .take_while(|(b, _)| b.starts_with(a))
+        {
+            if b.len() == a.len() || b.as_bytes()[a.len()] < b';' {
+                return None;
+            }
+        }
+    }
+    let mut rank = vec![0u32; folded.len()];
+    for (r, &(_, i)) in by_name.iter().enumerate() {
+        rank[i] = r as u32;
+    }
+    Some(rank)
 }
 
 /// A frame name as the folded format can hold it: [`printable`] (a newline would split the
@@ -299,4 +390,79 @@ pub fn write_svg<W: Write>(out: W, folded: &[(String, u64)], title: &str) -> std
     opts.title = title.to_string();
     opts.count_name = "cycles".to_string();
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tree of `n` random stacks over `frames`, with weights on some nodes.
+    fn random_tree(frames: &[&str], n: usize, seed: u64) -> (Flamegraph, Names) {
+        let mut names = Names::default();
+        let ids: Vec<u32> = frames.iter().map(|f| names.intern(f)).collect();
+        let mut fg = Flamegraph::new();
+        let mut x = seed | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..n {
+            let mut node = 0;
+            for _ in 0..1 + next() % 5 {
+                node = fg.child(node, ids[(next() % ids.len() as u64) as usize]);
+                if next() % 3 == 0 {
+                    fg.nodes[node as usize].weight += 1 + next() % 100;
+                }
+            }
+        }
+        (fg, names)
+    }
+
+    /// The walk gives the lines in the text order a sort gives, whenever the frames' names let
+    /// it; names one of which extends another with a byte before `;` (digits, spaces,
+    /// parentheses), or that fold to the same text, take the sort.
+    #[test]
+    fn the_walk_s_order_is_the_text_order() {
+        let plain: &[&str] = &["main", "kern", "fn_b", "fn_a", "x", "a;b", "", "zz"];
+        let clash: &[&[&str]] = &[
+            &["fn1", "fn10", "k"],
+            &["f", "f(int)", "k"],
+            &["f", "f g", "k"],
+            &["a;b", "a\\x3bb", "k"],
+            &["", "0", "k"],
+        ];
+        for seed in 0..20 {
+            let (fg, names) = random_tree(plain, 300, seed);
+            let mut folded = vec![None; names.len()];
+            for node in fg.nodes.iter().skip(1) {
+                folded[node.frame as usize]
+                    .get_or_insert_with(|| folded_frame(names.get(node.frame)));
+            }
+            let rank = walk_ranks(&folded).expect("names a walk can take in order");
+            let walked = fg.folded_in_walk_order(&folded, &rank);
+            let sorted = fg.folded_sorted(&folded);
+            assert!(!sorted.is_empty());
+            assert_eq!(walked, sorted, "seed {seed}");
+            assert_eq!(fg.folded(&names), sorted);
+        }
+        for frames in clash {
+            let (fg, names) = random_tree(frames, 300, 7);
+            let mut folded = vec![None; names.len()];
+            for node in fg.nodes.iter().skip(1) {
+                folded[node.frame as usize]
+                    .get_or_insert_with(|| folded_frame(names.get(node.frame)));
+            }
+            assert!(walk_ranks(&folded).is_none(), "{frames:?}");
+            let out = fg.folded(&names);
+            assert!(out.is_sorted(), "{frames:?}");
+            // A walk would not have given the sorted order here.
+            let rank: Vec<u32> = (0..folded.len() as u32).collect();
+            let walked = fg.folded_in_walk_order(&folded, &rank);
+            let mut resorted = walked.clone();
+            resorted.sort_unstable();
+            assert_eq!(resorted, out, "{frames:?}: the same lines");
+        }
+    }
 }
