@@ -186,18 +186,7 @@ fn protobuf_is_the_default_and_smaller_than_json() {
 #[test]
 fn protobuf_tracks_stay_unique_past_256_instances() {
     // 300 waves in one slot: a thread track and a tid each.
-    let mut s = sim::scenario(1);
-    s.uis.truncate(1);
-    let ui = &mut s.uis[0];
-    ui.waves.retain(|w| w.dispatch == 2);
-    let proto = ui.waves[0].clone();
-    ui.waves = (0..300u64)
-        .map(|i| sim::WaveDef {
-            start: 1000 + i * 5000,
-            ..proto.clone()
-        })
-        .collect();
-    ui.priv_records = 0;
+    let s = sim::one_slot(300);
     let dir = tempfile::tempdir().unwrap();
     let truth = s.write(dir.path());
     let out = tempfile::tempdir().unwrap();

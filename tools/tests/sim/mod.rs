@@ -716,6 +716,24 @@ impl Sim {
     }
 }
 
+/// [`scenario`]'s first ui directory alone, its first wave of dispatch 2 repeated `n` times in
+/// its slot (5,000 cycles apart), no privileged records: `n` instances of one slot.
+pub fn one_slot(n: u64) -> Sim {
+    let mut s = scenario(1);
+    s.uis.truncate(1);
+    let ui = &mut s.uis[0];
+    ui.waves.retain(|w| w.dispatch == 2);
+    let proto = ui.waves[0].clone();
+    ui.waves = (0..n)
+        .map(|i| WaveDef {
+            start: 1000 + i * 5000,
+            ..proto.clone()
+        })
+        .collect();
+    ui.priv_records = 0;
+    s
+}
+
 /// The standard scenario: two ui directories, four code objects (ELF and code.json), five
 /// dispatches, waves interleaved in shared SE buffers, nested user scopes, fused exit+enter,
 /// functions, barriers/vmem points, data payloads, address blocks of every category, PRIV
