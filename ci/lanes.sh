@@ -8,15 +8,8 @@
 #   ci/lanes.sh --list        the table as it will run
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-# The compilers the tests run leave empty directories in TMPDIR (clang of LLVM 15: two a HIP
-# compile, never removed): the run gets a directory of its own under /tmp, removed at the end,
-# and world-writable with the sticky bit as /tmp is (some tests run the wrapper as another user).
-if [ -z "${SQTT_CI_TMPDIR:-}" ]; then
-  SQTT_CI_TMPDIR=$(mktemp -d /tmp/sqtt-ci.XXXXXX)
-  chmod 1777 "$SQTT_CI_TMPDIR"
-  trap 'rm -rf "$SQTT_CI_TMPDIR"' EXIT
-  export SQTT_CI_TMPDIR TMPDIR=$SQTT_CI_TMPDIR
-fi
+# shellcheck source=ci/tmpdir.sh
+source ci/tmpdir.sh
 TABLE=ci/lanes.tsv
 LOGS=target/lanes/logs
 

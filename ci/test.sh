@@ -4,15 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
-# The compilers the tests run leave empty directories in TMPDIR (clang of LLVM 15: two a HIP
-# compile, never removed): the run gets a directory of its own under /tmp, removed at the end,
-# and world-writable with the sticky bit as /tmp is (some tests run the wrapper as another user).
-if [ -z "${SQTT_CI_TMPDIR:-}" ]; then
-  SQTT_CI_TMPDIR=$(mktemp -d /tmp/sqtt-ci.XXXXXX)
-  chmod 1777 "$SQTT_CI_TMPDIR"
-  trap 'rm -rf "$SQTT_CI_TMPDIR"' EXIT
-  export SQTT_CI_TMPDIR TMPDIR=$SQTT_CI_TMPDIR
-fi
+# shellcheck source=ci/tmpdir.sh
+source ci/tmpdir.sh
 
 cargo fmt --all -- --check
 # cargo test does not build cdylibs: the end-to-end tests load the plugin built here.
