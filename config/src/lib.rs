@@ -543,4 +543,7 @@ fn set_by(set: &[&Setting], row: &Setting) -> bool {
 }
 
 #[cfg(test)]
+#[path = "../../tools/tests/support/device.rs"]
+mod device;
+#[cfg(test)]
 mod tests;

@@ -272,12 +272,7 @@ fn only_a_regular_file_of_bounded_size_is_read_as_configuration() {
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    // A device like /dev/zero, made here: tests never point at the real /dev.
-    let zero = dir.join("zero.toml");
-    let c = std::ffi::CString::new(zero.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    let made = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o600, libc::makedev(1, 5)) };
-    assert_eq!(made, 0, "mknod {}", zero.display());
+    let zero = crate::device::char_device(&dir);
     let big = dir.join("big.toml");
     std::fs::File::create(&big)
         .unwrap()

@@ -15,6 +15,10 @@ mod own;
 mod plan;
 mod wrap;
 
+#[cfg(test)]
+#[path = "../../tools/tests/support/device.rs"]
+mod device;
+
 fn main() {
     let argv: Vec<String> = std::env::args_os()
         .skip(1)

@@ -211,12 +211,7 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         // Nobody writes to the FIFO: this returns at once only because it is refused.
         assert_eq!(err(&fifo), "it is a FIFO (named pipe), not a regular file");
-        // A device like /dev/zero, made here: tests never point at the real /dev.
-        let zero = dir.join("zero");
-        let c = std::ffi::CString::new(zero.to_str().unwrap()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        let made = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o600, libc::makedev(1, 5)) };
-        assert_eq!(made, 0, "mknod {}", zero.display());
+        let zero = crate::device::char_device(&dir);
         assert_eq!(err(&zero), "it is a character device, not a regular file");
         assert_eq!(
             err(Path::new("/proc/self/status")),

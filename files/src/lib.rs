@@ -7,3 +7,7 @@
 pub mod input;
 pub mod mapped;
 pub mod output;
+
+#[cfg(test)]
+#[path = "../../tools/tests/support/device.rs"]
+mod device;

@@ -3,14 +3,15 @@
 //! (`| head`) ends quietly, never a panic. The full device is made in the test's own temporary
 //! directory (major 1, minor 7), never the real /dev.
 
-use std::ffi::CString;
 use std::fs::File;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
+#[path = "../../tools/tests/support/device.rs"]
+mod device;
+use device::make_char_device;
 use sqtt_e2e::driver::{driver, funcmap_source, plain_build};
 use sqtt_e2e::toolchain::hipcc;
 
@@ -40,17 +41,7 @@ fn fixture() -> &'static (PathBuf, PathBuf) {
 fn full_device(dir: &Path) -> Option<PathBuf> {
     let p = dir.join("full");
     let _ = std::fs::remove_file(&p);
-    let c = CString::new(p.as_os_str().as_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path; mknod only creates a node there.
-    let rc = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 7)) };
-    if rc != 0 {
-        eprintln!(
-            "skipped: cannot make a device node ({}); run as root",
-            std::io::Error::last_os_error()
-        );
-        return None;
-    }
-    Some(p)
+    make_char_device(&p, 1, 7).then_some(p)
 }
 
 /// Every command that prints on stdout, with the check's exit status when its output is read.

@@ -4,6 +4,8 @@
 //! file an error that names it. Device nodes and FIFOs are made in the test's own temporary
 //! directory, never in the real /dev.
 
+#[path = "support/device.rs"]
+mod device;
 mod sim;
 #[path = "support/run.rs"]
 mod support;
@@ -17,6 +19,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use device::make_char_device;
 use support::{s, sqtt as run};
 
 fn sqtt() -> Command {
@@ -32,27 +35,6 @@ fn trace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     sim::scenario(1).write(dir.path());
     dir
-}
-
-/// A character device `major:minor` at `p` (1:3 is null, 1:7 full); `false` when this user may
-/// not make one (the test is then skipped).
-fn mknod_char(p: &Path, major: u32, minor: u32) -> bool {
-    let c = CString::new(p.as_os_str().as_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path; mknod only creates a node there.
-    let rc = unsafe {
-        libc::mknod(
-            c.as_ptr(),
-            libc::S_IFCHR | 0o666,
-            libc::makedev(major, minor),
-        )
-    };
-    if rc != 0 {
-        eprintln!(
-            "skipped: cannot make a device node ({}); run as root",
-            std::io::Error::last_os_error()
-        );
-    }
-    rc == 0
 }
 
 fn is_char_device(p: &Path) -> bool {
@@ -72,7 +54,7 @@ fn is_symlink(p: &Path) -> bool {
 /// A private "full" device (major 1, minor 7: every write fails with ENOSPC).
 fn full_device(dir: &Path) -> Option<PathBuf> {
     let p = dir.join("full");
-    mknod_char(&p, 1, 7).then_some(p)
+    make_char_device(&p, 1, 7).then_some(p)
 }
 
 /// As root, the old rename replaced the device node with a regular file (it broke every build
@@ -82,7 +64,7 @@ fn outputs_to_a_device_node_keep_the_node() {
     let t = trace();
     let d = tempfile::tempdir().unwrap();
     let null = d.path().join("null");
-    if !mknod_char(&null, 1, 3) {
+    if !make_char_device(&null, 1, 3) {
         return;
     }
     let o = run(&["memory", s(t.path()), "-o", s(&null)]);
