@@ -416,12 +416,29 @@ impl Kept {
     }
 }
 
+/// A time stamp's bits, from `w` (its bits from its start) and `mid` (from nibble 8): its field
+/// (bits 47:12 on layout 3, 63:12 on layout 4, whose top an odd nibble's 60-bit `w` lacks and
+/// `mid` holds), rt (set: a marker's real time, else time to add) and pl (set with rt: no
+/// marker).
+#[inline(always)]
+fn stamp<const LAYOUT4: bool>(w: u64, mid: u64) -> (u64, bool, bool) {
+    let (field, rt) = if LAYOUT4 {
+        (
+            ((w >> 12) & 0xF_FFFF) | ((mid & 0xFFFF_FFFF) << 20),
+            (w >> 7) & 1,
+        )
+    } else {
+        ((w >> 12) & ((1 << 36) - 1), (w >> 9) & 1)
+    };
+    (field, rt == 1, (w >> 8) & 1 == 1)
+}
+
 /// Whether a tight loop leaves the packet `w` of entry `f` to the walk: one it does not take,
 /// or a time stamp that is a marker (rt set, pl clear), which the walk reports.
 #[inline(always)]
 fn leaves<const LAYOUT4: bool>(f: u8, w: u64) -> bool {
-    let rt = if LAYOUT4 { (w >> 7) & 1 } else { (w >> 9) & 1 };
-    f == 0 || (f & TAKE_STAMP != 0 && rt == 1 && (w >> 8) & 1 == 0)
+    let (_, rt, pl) = stamp::<LAYOUT4>(w, 0);
+    f == 0 || (f & TAKE_STAMP != 0 && rt && !pl)
 }
 
 /// A tight loop's packet `w` (`mid`: its bits from nibble 8) of entry `f`, not one it leaves:
@@ -440,18 +457,9 @@ fn take<const LAYOUT4: bool>(
     *time = time.wrapping_add(u64::from(t.delta[(w & 0xFFFF) as usize]));
     if f & TAKE_CARE != 0 {
         if f & TAKE_STAMP != 0 {
-            // A time stamp the loop takes adds its field if rt is clear: bits 47:12 (layout 3)
-            // or 63:12 (layout 4: 31:12 here, the rest from `mid`, which holds them whole at an
-            // odd nibble too).
-            let (field, rt) = if LAYOUT4 {
-                (
-                    ((w >> 12) & 0xF_FFFF) | ((mid & 0xFFFF_FFFF) << 20),
-                    (w >> 7) & 1,
-                )
-            } else {
-                ((w >> 12) & ((1 << 36) - 1), (w >> 9) & 1)
-            };
-            if rt == 0 {
+            // A time stamp the loop takes adds its field if rt is clear.
+            let (field, rt, _) = stamp::<LAYOUT4>(w, mid);
+            if !rt {
                 *time = time.wrapping_add(field);
             }
         } else {
@@ -609,18 +617,10 @@ fn special<S: Sink, const LAYOUT4: bool>(
             sink.wave_end(cu, simd, slot, time);
         }
         TIMESTAMP => {
-            // The field: bits 47:12 (layout 3) or 63:12 (layout 4), which an odd nibble's
-            // window of 60 bits does not hold whole.
-            let (field, rt) = if LAYOUT4 {
-                let full = if p & 1 == 1 { window(data, p) } else { w };
-                (full >> 12, (w >> 7) & 1)
-            } else {
-                ((w >> 12) & ((1 << 36) - 1), (w >> 9) & 1)
-            };
-            let pl = (w >> 8) & 1;
-            if rt == 0 {
+            let (field, rt, pl) = stamp::<LAYOUT4>(w, window(data, p + 8));
+            if !rt {
                 st.time = time.wrapping_add(field);
-            } else if pl == 0 {
+            } else if !pl {
                 sink.marker(time, field);
             }
         }
@@ -1128,17 +1128,23 @@ enum Walking {
     Halves,
 }
 
+impl Walking {
+    /// In halves (at once), or as one.
+    fn halves(halves: bool) -> Walking {
+        if halves {
+            Walking::Halves
+        } else {
+            Walking::One
+        }
+    }
+}
+
 fn rdna<S: Split, const LAYOUT4: bool>(data: &[u8], sink: &mut S) -> Summary {
-    let walk = if data.len() >= SPLIT_MIN {
-        Walking::Halves
-    } else {
-        Walking::One
-    };
+    let walk = Walking::halves(data.len() >= SPLIT_MIN);
     rdna_walk::<S, LAYOUT4>(data, sink, walk, &mut false)
 }
 
-/// The RDNA walk; with `halves`, in two halves at once ([`rdna_halves`]), `met` set when they
-/// met.
+/// The RDNA walk, as `walk` says ([`Walking`]); `met` set when two halves walked at once met.
 fn rdna_walk<S: Split, const LAYOUT4: bool>(
     data: &[u8],
     sink: &mut S,
@@ -1573,11 +1579,7 @@ pub fn decode_split_halves<S: Split>(
     halves: bool,
 ) -> (Summary, bool) {
     let mut met = false;
-    let walk = if halves {
-        Walking::Halves
-    } else {
-        Walking::One
-    };
+    let walk = Walking::halves(halves);
     let s = match generation {
         Generation::Gfx11 => rdna_walk::<S, false>(data, sink, walk, &mut met),
         Generation::Gfx12 => rdna_walk::<S, true>(data, sink, walk, &mut met),
@@ -1586,9 +1588,9 @@ pub fn decode_split_halves<S: Split>(
     (s, met)
 }
 
-/// [`decode`] with streams (RDNA and CDNA) walked packet by packet by the one step that decodes every
-/// packet, without the tight loops that take the usual ones faster: for tests that the two give
-/// the same.
+/// [`decode`] with streams (RDNA and CDNA) walked packet by packet by the one step that decodes
+/// every packet, without the tight loops that take the usual ones faster: for tests that the two
+/// give the same.
 #[doc(hidden)]
 pub fn decode_steps<S: Sink>(generation: Generation, data: &[u8], sink: &mut S) -> Summary {
     let sink = &mut Replayed(sink);
