@@ -566,6 +566,51 @@ mod tests {
     use super::*;
     use sqtt_thread_trace::synth::{Encoder, Form, Slot};
 
+    /// A part asked for after a join (a stream walked in more parts than two; the walks ask for
+    /// one today) first copies the joined part's records and those after it in place: the
+    /// records stay in stream order, each part's times moved by its own offset.
+    #[test]
+    fn a_second_part_settles_the_first() {
+        use decode::Split;
+        let rec = |t: u64| decode::ShaderData {
+            time: t,
+            value: t as u32,
+            cu: 0,
+            simd: 0,
+            wave: 0,
+            flags: 0,
+        };
+        let mut buffers = Buffers::default();
+        let mut c = Collect {
+            se: 0,
+            generation: Generation::Gfx11,
+            records: &mut buffers.records,
+            waves: BTreeMap::new(),
+            spare: &mut buffers.part,
+            tail: &mut buffers.tail,
+            after: &mut buffers.after,
+        };
+        c.shader_data(rec(1));
+        let mut part = c.part();
+        part.shader_data(rec(10));
+        part.shader_data(rec(11));
+        let to = Collect::mark(&part);
+        // The part's walk met the first at its second record.
+        c.join(part, (1, 0), to, 100);
+        c.shader_data(rec(200));
+        let mut part = c.part();
+        part.shader_data(rec(5));
+        let to = Collect::mark(&part);
+        c.join(part, (0, 0), to, 300);
+        c.shader_data(rec(400));
+        let times: Vec<u64> = buffers
+            .records()
+            .into_iter()
+            .flat_map(|(run, offset)| run.iter().map(move |r| r.time + offset))
+            .collect();
+        assert_eq!(times, [1, 111, 200, 305, 400]);
+    }
+
     /// A long stream (walked in parts: the second part's records left where its walk put them,
     /// those of the last bytes after them) gives the records one plain walk gives, in order,
     /// from one engine to the next with the buffers kept.
