@@ -314,6 +314,13 @@ pub(crate) struct Tables {
     /// record); a time stamp ([`TAKE_CARE`] | [`TAKE_STAMP`]: the loops add its time, or leave
     /// it to the walk if it is a marker). The tight loops' one look-up on the walk's chain.
     plain: [u8; 256],
+    /// The shifts that bring the next packet's low byte to the bottom of a tight loop's two
+    /// windows, by the packet's low byte: of the bits from its start (`4 * nibbles`, for a
+    /// packet under 8 nibbles) and of the bits from its nibble 8 (`4 * nibbles - 32`, for one
+    /// of 8 or more), each mod 64 as a shift takes it. Two loads beside the size's, not
+    /// arithmetic after it: they are on the loops' chain from packet to packet.
+    shift_near: [u8; 256],
+    shift_far: [u8; 256],
     /// The time a packet the tight loops take adds, by its low 16 bits (every such delta field
     /// lies in them): the tight loops' time without the field's shift, mask and offset.
     delta: [u16; 1 << 16],
@@ -351,6 +358,8 @@ const fn tables(base: &[Kind], rows: &[Kind]) -> Tables {
         entry: [none; 256],
         nibbles: [1; 256],
         plain: [0; 256],
+        shift_near: [0; 256],
+        shift_far: [0; 256],
         delta: [0; 1 << 16],
     };
     let mut i = 0;
@@ -371,6 +380,9 @@ const fn tables(base: &[Kind], rows: &[Kind]) -> Tables {
             TIMESTAMP => t.plain[b] = t.nibbles[b] | TAKE_CARE | TAKE_STAMP,
             _ => {}
         }
+        let bits = 4 * t.nibbles[b] as u32;
+        t.shift_near[b] = (bits & 63) as u8;
+        t.shift_far[b] = (bits.wrapping_sub(32) & 63) as u8;
         b += 1;
     }
     let mut x = 0;
@@ -746,6 +758,16 @@ fn ahead(w: u64, mid: u64, p: usize, n: usize) -> (usize, usize) {
     ((x & 0xFF) as usize, zeros)
 }
 
+/// [`ahead`]'s low byte for the tight loops, whose packets (`idx` the low byte of the one at
+/// `w`) are taken whole, never a zero run: the shifts come from the tables by `idx`, not from
+/// the size, so that the chain from one low byte to the next is a look-up, a shift and a select.
+#[inline(always)]
+fn ahead_taken(t: &Tables, w: u64, mid: u64, idx: usize, n: usize) -> usize {
+    let near_x = w >> t.shift_near[idx & 0xFF];
+    let far_x = mid >> t.shift_far[idx & 0xFF];
+    (std::hint::select_unpredictable(n >= 8, far_x, near_x) & 0xFF) as usize
+}
+
 /// The 12 bytes from byte `b` as the 8 there and the 8 from `b + 4`, if `data` holds them.
 #[inline(always)]
 fn load12(data: &[u8], b: usize) -> Option<(u64, u64)> {
@@ -835,7 +857,7 @@ fn plain1<S: Sink, const LAYOUT4: bool>(
         }
         let n = usize::from(f & TAKE_NIBBLES);
         take::<LAYOUT4>(f, w, mid, &mut time, kept, &mut nk);
-        idx = ahead(w, mid, p, n).0;
+        idx = ahead_taken(t, w, mid, idx, n);
         p += n;
         packets += 1;
     }
@@ -887,8 +909,8 @@ fn plain2<S: Sink, T: Sink, const LAYOUT4: bool>(
         );
         take::<LAYOUT4>(fa, wa, ma, &mut ta, ka, &mut nka);
         take::<LAYOUT4>(fb, wb, mb, &mut tb, kb, &mut nkb);
-        ia = ahead(wa, ma, pa, na).0;
-        ib = ahead(wb, mb, pb, nb).0;
+        ia = ahead_taken(t, wa, ma, ia, na);
+        ib = ahead_taken(t, wb, mb, ib, nb);
         pa += na;
         pb += nb;
         k += 1;
@@ -1713,6 +1735,35 @@ mod tests {
                 let field = (x >> k.delta_lo) & ((1 << width) - 1);
                 let add = if k.special == TIME { 4 } else { 0 };
                 assert_eq!(usize::from(t.delta[x]), field + add, "{} at {x:#x}", k.name);
+            }
+        }
+    }
+
+    /// The tight loops find the next packet's low byte by the shift tables as [`ahead`] does by
+    /// the size, for every packet they take and windows of every bit.
+    #[test]
+    fn the_shift_tables_find_the_next_packet() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for t in [&TABLES3, &TABLES4] {
+            for b in 0..256usize {
+                let n = usize::from(t.plain[b] & TAKE_NIBBLES);
+                if t.plain[b] == 0 {
+                    continue;
+                }
+                for _ in 0..64 {
+                    let (w, mid) = ((next() & !0xFF) | b as u64, next());
+                    assert_eq!(
+                        ahead_taken(t, w, mid, b, n),
+                        ahead(w, mid, 0, n).0,
+                        "{b:#x} in {w:#x} {mid:#x}"
+                    );
+                }
             }
         }
     }
