@@ -289,15 +289,13 @@ fn walk_ranks(folded: &[Option<std::borrow::Cow<'_, str>>]) -> Option<Vec<u32>> 
         .filter_map(|(i, n)| n.as_deref().map(|n| (n, i)))
         .collect();
     by_name.sort_unstable();
-    for (k, &(a, _)) in by_name.iter().enumerate() {
-        // The names that start with `a` follow it in byte order.
-        for &(b, _) in by_name[k + 1..]
-            .iter()
-            .take_while(|(b, _)| b.starts_with(a))
-        {
-            if b.len() == a.len() || b.as_bytes()[a.len()] < b';' {
-                return None;
-            }
+    // The names that start with `a` follow it in byte order, the one with the lowest byte after
+    // `a` first: each name's successor alone tells (linear, where checking every name `a`
+    // prefixes took a square of the names' count and length for names `x`, `xx`, `xxx`, ...).
+    for pair in by_name.windows(2) {
+        let (a, b) = (pair[0].0, pair[1].0);
+        if b.starts_with(a) && (b.len() == a.len() || b.as_bytes()[a.len()] < b';') {
+            return None;
         }
     }
     let mut rank = vec![0u32; folded.len()];
@@ -432,6 +430,8 @@ mod tests {
             &["f", "f g", "k"],
             &["a;b", "a\\x3bb", "k"],
             &["", "0", "k"],
+            &["f", "fa", "f0", "k"],
+            &["ab", "abc", "abz", "abc1", "k"],
         ];
         for seed in 0..20 {
             let (fg, names) = random_tree(plain, 300, seed);
@@ -464,5 +464,19 @@ mod tests {
             resorted.sort_unstable();
             assert_eq!(resorted, out, "{frames:?}: the same lines");
         }
+    }
+
+    /// Names each of which extends the one before (`x`, `xx`, `xxx`, ...) are told apart in
+    /// one pass: ranked by length when they extend with a byte after `;`, and a clash found
+    /// when the last extends with one before it.
+    #[test]
+    fn nested_names_are_ranked_in_one_pass() {
+        let n = 3000;
+        let mut folded: Vec<Option<std::borrow::Cow<str>>> =
+            (1..=n).rev().map(|k| Some("x".repeat(k).into())).collect();
+        let rank = walk_ranks(&folded).expect("no clash");
+        assert_eq!(rank, (0..n as u32).rev().collect::<Vec<_>>());
+        folded.push(Some(format!("{}0", "x".repeat(n)).into()));
+        assert!(walk_ranks(&folded).is_none());
     }
 }
