@@ -1411,7 +1411,9 @@ const CDNA_REPORTED: u32 = (1 << CDNA_WAVE_START) | (1 << CDNA_WAVE_END) | (1 <<
 #[inline(always)]
 fn cdna_plain(data: &[u8], i: &mut usize, end: usize, time: &mut u64, packets: &mut u64) {
     let (mut j, mut t, mut k) = (*i, *time, *packets);
-    let mut ty = data.get(2 * j).map_or(0, |&b| usize::from(b & 0xF));
+    // Four times the next token's type, in the low 6 bits (a shift count is taken mod 64): the
+    // shift of the sizes' constant to its size, with no mask on the chain.
+    let mut ty4 = data.get(2 * j).map_or(0, |&b| u64::from(b & 0xF) << 2);
     while j < end {
         let Some(c) = data.get(2 * j..2 * j + 16) else {
             break;
@@ -1425,10 +1427,12 @@ fn cdna_plain(data: &[u8], i: &mut usize, end: usize, time: &mut u64, packets: &
             break;
         }
         t = t.wrapping_add(u64::from(delta));
-        let len = ((CDNA_WORDS_PACKED >> (4 * ty)) & 0xF) as usize;
-        // 1 to 4 words: the next token is in `w` unless this one takes all four.
-        let next = std::hint::select_unpredictable(len < 4, w >> ((16 * len) & 63), w2);
-        ty = (next & 0xF) as usize;
+        let sizes = CDNA_WORDS_PACKED >> (ty4 & 63);
+        let len = (sizes & 0xF) as usize;
+        // 1 to 4 words: the next token is in `w` unless this one takes all four. Its shift in
+        // `w`, 16 * len mod 64, is the size's low 2 bits moved up: no mask either.
+        let next = std::hint::select_unpredictable(len < 4, w >> ((sizes << 4) & 63), w2);
+        ty4 = next << 2;
         j += len;
         k += 1;
     }
