@@ -312,7 +312,8 @@ pub(crate) struct Tables {
     /// The size in nibbles of a packet the tight loops take by its low byte, 0 for the others:
     /// a plain packet (time alone); shader data ([`TAKE_CARE`]: the loops keep its bits for its
     /// record); a time stamp ([`TAKE_CARE`] | [`TAKE_STAMP`]: the loops add its time, or leave
-    /// it to the walk if it is a marker). The tight loops' one look-up on the walk's chain.
+    /// it to the walk if it is a marker). Looked up beside the shifts below, which are the
+    /// tight loops' look-ups on the walk's chain.
     plain: [u8; 256],
     /// The shifts that bring the next packet's low byte to the bottom of a tight loop's two
     /// windows, by the packet's low byte: of the bits from its start (`4 * nibbles`, for a
