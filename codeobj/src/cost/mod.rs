@@ -29,6 +29,8 @@ pub use occupancy::{KernelNeeds, Rules};
 pub struct FunctionCode {
     pub name: String,
     pub address: u64,
+    /// The size of its code: the symbol's, when the code lies in its section; 0 when it does
+    /// not (a corrupt symbol table, whose sizes would add up past any file).
     pub bytes: u64,
     /// The scan of its code; `None` when the target's encodings are not decoded or the code
     /// lies outside its section.
@@ -140,7 +142,7 @@ impl CodeFacts {
             facts.functions.push(FunctionCode {
                 name: name.to_string(),
                 address,
-                bytes,
+                bytes: code.map_or(0, |c| c.len() as u64),
                 scan,
             });
         }
