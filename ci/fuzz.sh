@@ -24,7 +24,9 @@
 # Each corpus lives in SQTT_FUZZ_DIR/corpus/<target>, kept between runs, and is seeded from the
 # committed seeds (<crate>/fuzz/seeds/<target>) and the real captures in tests/data (code objects
 # for code_object, thread-trace streams for decoders). A crash leaves its input in
-# SQTT_FUZZ_DIR/artifacts/<target>/, its log in SQTT_FUZZ_DIR/logs/<target>.log.
+# SQTT_FUZZ_DIR/artifacts/<target>/, its log in SQTT_FUZZ_DIR/logs/<target>.log; the next runs
+# start with it (copied into the corpus), so it fails them until fixed. Commit a fixed crash's
+# input as a seed, with a test.
 #
 # Prints per target the executions, libFuzzer's coverage (`cov`: code edges reached; `ft`:
 # features) and the corpus size. cargo-fuzz is installed (into ~/.cargo/bin, so once) when
@@ -101,6 +103,10 @@ run() { # crate:target
   local corpus="$out/corpus/$target" log="$out/logs/$target.log" tmp rc
   mkdir -p "$corpus" "$out/artifacts/$target"
   seed "$crate" "$target" "$corpus"
+  # What earlier runs here found (crashes, leaks, timeouts, out of memory) runs first, with the
+  # corpus: a failure found once fails every run until it is fixed, rather than waiting for the
+  # fuzzer to meet it again.
+  cp -n "$out/artifacts/$target"/* "$corpus"/ 2>/dev/null || true
   # A private TMPDIR: the trace_dir target writes its ui directory there.
   tmp=$(mktemp -d)
   set +e
@@ -112,8 +118,9 @@ run() { # crate:target
   rm -rf "$tmp"
   local execs cov ft
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
-  ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
+  # No match (a run that failed on its first inputs) is no error: the line says `?`.
+  cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2 || true)
+  ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | cut -d' ' -f2 || true)
   printf '== fuzz %-12s %-8s %10s executions in %s s, cov %s, ft %s, corpus %s files\n' \
     "$target" "$([ "$rc" = 0 ] && echo ok || echo FAILED)" "${execs:-?}" "$secs" "${cov:-?}" \
     "${ft:-?}" "$(find "$corpus" -type f | wc -l)"
