@@ -140,6 +140,18 @@ pub struct ShaderData {
     pub flags: u8,
 }
 
+impl ShaderData {
+    /// The record with its time moved by `offset` (a wrapping add): a part of a stream decoded
+    /// apart, joined ([`Split::join`]).
+    #[inline]
+    pub fn moved(self, offset: u64) -> ShaderData {
+        ShaderData {
+            time: self.time.wrapping_add(offset),
+            ..self
+        }
+    }
+}
+
 /// [`ShaderData::flags`]: the value came from `s_ttracedata_imm` (the short packet).
 pub const SHADER_DATA_IMM: u8 = 1;
 /// [`ShaderData::flags`]: written by privileged code (the trap handler); GFX12's `sdt` field.
@@ -971,14 +983,8 @@ impl Event {
             Event::Start(c, s, w, t) => sink.wave_start(c, s, w, at(t)),
             Event::End(c, s, w, t) => sink.wave_end(c, s, w, at(t)),
             Event::Marker(t, r) => sink.marker(at(t), r),
-            Event::Data(r) => sink.shader_data(ShaderData {
-                time: at(r.time),
-                ..r
-            }),
-            Event::Dropped(r) => sink.dropped_shader_data(ShaderData {
-                time: at(r.time),
-                ..r
-            }),
+            Event::Data(r) => sink.shader_data(r.moved(offset)),
+            Event::Dropped(r) => sink.dropped_shader_data(r.moved(offset)),
         }
     }
 }

@@ -35,11 +35,8 @@ impl Split for Records {
         part.0.len()
     }
     fn join(&mut self, part: Records, from: usize, to: usize, offset: u64) {
-        let moved = part.0[from..to].iter().map(|r| ShaderData {
-            time: r.time.wrapping_add(offset),
-            ..*r
-        });
-        self.0.extend(moved);
+        self.0
+            .extend(part.0[from..to].iter().map(|r| r.moved(offset)));
     }
 }
 

@@ -58,7 +58,6 @@ impl Demux {
                 continue;
             };
             let decoded = raw::decode_engine(generation, se, &data, &mut buffers);
-            let runs = buffers.records();
             if let Err(e) = data.intact(path) {
                 counts.files_bad += 1;
                 file_errors.push(e.to_string());
@@ -78,11 +77,8 @@ impl Demux {
                 continue;
             }
             counts.files_ok += 1;
-            counts.records += runs.iter().map(|(run, _)| run.len() as u64).sum::<u64>();
-            let records = || {
-                runs.into_iter()
-                    .flat_map(|(run, offset)| run.iter().map(move |r| raw::record(r, offset)))
-            };
+            counts.records += buffers.record_count() as u64;
+            let records = || buffers.records().map(|r| raw::record(&r));
             // An engine's stream is in time order but where the time wraps or a GFX9 time reset
             // moves it back: records in order go on without the reorder window's copies.
             if records().is_sorted_by_key(|r| r.time) {

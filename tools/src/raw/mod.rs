@@ -390,13 +390,25 @@ pub struct Buffers {
 }
 
 impl Buffers {
-    /// The engine's records, in stream order: runs, each with the offset its times move by.
-    pub fn records(&self) -> [(&[decode::ShaderData], u64); 3] {
+    /// The engine's records as runs, each with the offset its times move by.
+    fn runs(&self) -> [(&[decode::ShaderData], u64); 3] {
         let tail = match self.tail {
             Some((from, to, offset)) => (&self.part.records[from..to], offset),
             None => (&[][..], 0),
         };
         [(&self.records[..], 0), tail, (&self.after[..], 0)]
+    }
+
+    /// The engine's records, in stream order, their times moved where a part's walk left them.
+    pub fn records(&self) -> impl Iterator<Item = decode::ShaderData> + '_ {
+        self.runs()
+            .into_iter()
+            .flat_map(|(run, offset)| run.iter().map(move |r| r.moved(offset)))
+    }
+
+    /// How many records [`Buffers::records`] gives.
+    pub fn record_count(&self) -> usize {
+        self.runs().iter().map(|(run, _)| run.len()).sum()
     }
 }
 
@@ -415,12 +427,8 @@ impl Collect<'_> {
     /// buffer is used again (a stream walked in more parts than two).
     fn settle_tail(&mut self) {
         if let Some((from, to, offset)) = self.tail.take() {
-            let moved = |r: &decode::ShaderData| decode::ShaderData {
-                time: r.time.wrapping_add(offset),
-                ..*r
-            };
             self.records
-                .extend(self.spare.records[from..to].iter().map(moved));
+                .extend(self.spare.records[from..to].iter().map(|r| r.moved(offset)));
             self.records.append(self.after);
         }
     }
@@ -533,11 +541,11 @@ pub fn decode_engine(
     }
 }
 
-/// A decoded record as the engine reads a shaderdata row, its time moved by `offset`.
+/// A decoded record as the engine reads a shaderdata row.
 #[inline]
-pub fn record(r: &decode::ShaderData, offset: u64) -> Record {
+pub fn record(r: &decode::ShaderData) -> Record {
     Record {
-        time: r.time.wrapping_add(offset),
+        time: r.time,
         value: r.value,
         cu: u32::from(r.cu),
         simd: u32::from(r.simd),
@@ -603,11 +611,7 @@ mod tests {
         let to = Collect::mark(&part);
         c.join(part, (0, 0), to, 300);
         c.shader_data(rec(400));
-        let times: Vec<u64> = buffers
-            .records()
-            .into_iter()
-            .flat_map(|(run, offset)| run.iter().map(move |r| r.time + offset))
-            .collect();
+        let times: Vec<u64> = buffers.records().map(|r| r.time).collect();
         assert_eq!(times, [1, 111, 200, 305, 400]);
     }
 
@@ -647,17 +651,9 @@ mod tests {
             assert!(summary.stop.is_none(), "{g:?}: {summary:?}");
             let decoded = decode_engine(g, 0, &data, &mut buffers);
             assert_eq!(decoded.summary, summary, "{g:?}");
-            let got: Vec<decode::ShaderData> = buffers
-                .records()
-                .into_iter()
-                .flat_map(|(run, offset)| {
-                    run.iter().map(move |r| decode::ShaderData {
-                        time: r.time.wrapping_add(offset),
-                        ..*r
-                    })
-                })
-                .collect();
+            let got: Vec<decode::ShaderData> = buffers.records().collect();
             assert_eq!(got.len(), want.len(), "{g:?}");
+            assert_eq!(buffers.record_count(), want.len(), "{g:?}");
             assert!(got == want, "{g:?}: records differ");
             if g != Generation::Gfx9 {
                 // The parts met: the second part's records were used where they are.
