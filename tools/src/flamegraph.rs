@@ -181,16 +181,21 @@ impl Flamegraph {
 
     /// Folded stacks sorted by stack text, zero counts left out.
     pub fn folded(&self, names: &Names) -> Vec<(String, u64)> {
-        // Each frame's folded name made once, not once per stack it is in (by frame index: the
-        // names of the run).
-        let mut folded: Vec<Option<std::borrow::Cow<'_, str>>> = vec![None; names.len()];
-        for node in self.nodes.iter().skip(1) {
-            folded[node.frame as usize].get_or_insert_with(|| folded_frame(names.get(node.frame)));
-        }
+        let folded = self.folded_names(names);
         match walk_ranks(&folded) {
             Some(rank) => self.folded_in_walk_order(&folded, &rank),
             None => self.folded_sorted(&folded),
         }
+    }
+
+    /// Each frame's folded name, by frame index (the names of the run; `None` for a frame in no
+    /// stack): made once, not once per stack it is in.
+    fn folded_names<'n>(&self, names: &'n Names) -> Vec<Option<std::borrow::Cow<'n, str>>> {
+        let mut folded = vec![None; names.len()];
+        for node in self.nodes.iter().skip(1) {
+            folded[node.frame as usize].get_or_insert_with(|| folded_frame(names.get(node.frame)));
+        }
+        folded
     }
 
     /// The stacks in the order of a walk of the tree that takes each node's line, then its
@@ -399,19 +404,13 @@ mod tests {
         let mut names = Names::default();
         let ids: Vec<u32> = frames.iter().map(|f| names.intern(f)).collect();
         let mut fg = Flamegraph::new();
-        let mut x = seed | 1;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::test_rng::Rng(seed | 1);
         for _ in 0..n {
             let mut node = 0;
-            for _ in 0..1 + next() % 5 {
-                node = fg.child(node, ids[(next() % ids.len() as u64) as usize]);
-                if next() % 3 == 0 {
-                    fg.nodes[node as usize].weight += 1 + next() % 100;
+            for _ in 0..1 + rng.below(5) {
+                node = fg.child(node, *rng.pick(&ids));
+                if rng.below(3) == 0 {
+                    fg.nodes[node as usize].weight += 1 + rng.below(100);
                 }
             }
         }
@@ -435,11 +434,7 @@ mod tests {
         ];
         for seed in 0..20 {
             let (fg, names) = random_tree(plain, 300, seed);
-            let mut folded = vec![None; names.len()];
-            for node in fg.nodes.iter().skip(1) {
-                folded[node.frame as usize]
-                    .get_or_insert_with(|| folded_frame(names.get(node.frame)));
-            }
+            let folded = fg.folded_names(&names);
             let rank = walk_ranks(&folded).expect("names a walk can take in order");
             let walked = fg.folded_in_walk_order(&folded, &rank);
             let sorted = fg.folded_sorted(&folded);
@@ -449,17 +444,20 @@ mod tests {
         }
         for frames in clash {
             let (fg, names) = random_tree(frames, 300, 7);
-            let mut folded = vec![None; names.len()];
-            for node in fg.nodes.iter().skip(1) {
-                folded[node.frame as usize]
-                    .get_or_insert_with(|| folded_frame(names.get(node.frame)));
-            }
+            let folded = fg.folded_names(&names);
             assert!(walk_ranks(&folded).is_none(), "{frames:?}");
             let out = fg.folded(&names);
             assert!(out.is_sorted(), "{frames:?}");
-            // A walk would not have given the sorted order here.
-            let rank: Vec<u32> = (0..folded.len() as u32).collect();
+            // The walk with the names in byte order gives the same lines, but not in text order:
+            // the check is what keeps these from it.
+            let mut by_name: Vec<usize> = (0..folded.len()).collect();
+            by_name.sort_by_key(|&i| folded[i].as_deref());
+            let mut rank = vec![0u32; folded.len()];
+            for (r, &i) in by_name.iter().enumerate() {
+                rank[i] = r as u32;
+            }
             let walked = fg.folded_in_walk_order(&folded, &rank);
+            assert_ne!(walked, out, "{frames:?}: the walk would have been right");
             let mut resorted = walked.clone();
             resorted.sort_unstable();
             assert_eq!(resorted, out, "{frames:?}: the same lines");
