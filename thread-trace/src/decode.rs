@@ -1754,13 +1754,7 @@ mod tests {
     /// the size, for every packet they take and windows of every bit.
     #[test]
     fn the_shift_tables_find_the_next_packet() {
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::test_rng::Rng(0x9E37_79B9_7F4A_7C15);
         for t in [&TABLES3, &TABLES4] {
             for b in 0..256usize {
                 let n = usize::from(t.plain[b] & TAKE_NIBBLES);
@@ -1768,7 +1762,7 @@ mod tests {
                     continue;
                 }
                 for _ in 0..64 {
-                    let (w, mid) = ((next() & !0xFF) | b as u64, next());
+                    let (w, mid) = ((rng.next() & !0xFF) | b as u64, rng.next());
                     assert_eq!(
                         ahead_taken(t, w, mid, b, n),
                         ahead(w, mid, 0, n).0,

@@ -62,3 +62,8 @@ pub enum Error {
         register: &'static str,
     },
 }
+
+/// The tests' random numbers: the tools' one generator (xorshift64).
+#[cfg(test)]
+#[path = "../../tools/tests/support/rng.rs"]
+mod test_rng;

@@ -2,6 +2,9 @@
 //! every pairing rule, the clock through the markers, traces cut at every byte, and random
 //! bytes (which must never panic).
 
+#[path = "../../tools/tests/support/rng.rs"]
+mod test_rng;
+
 use proptest::prelude::*;
 use sqtt_thread_trace::decode::{
     decode, decode_halves, decode_split_halves, decode_steps, shader_data, ShaderData, Sink, Split,
@@ -304,13 +307,8 @@ fn long_streams_walk_in_halves() {
     let mut met = 0;
     for g in [Generation::Gfx11, Generation::Gfx12] {
         for seed in 0..40u64 {
-            let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-            let mut next = move || {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                rng
-            };
+            let mut rng = test_rng::Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+            let mut next = move || rng.next();
             let keys: Vec<Slot> = (0..6)
                 .map(|i| slot_for(g, (i & 1, i * 3, i & 3, i * 5)))
                 .collect();

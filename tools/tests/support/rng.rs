@@ -1,5 +1,6 @@
-//! The one random-number generator of the tools' tests and benchmarks: the unit tests reach it as
-//! `crate::test_rng`, the integration tests (through `sim`) and the benchmarks by path.
+//! The one random-number generator of the tools' and the thread-trace decoders' tests and
+//! benchmarks: the unit tests reach it as `crate::test_rng`, the integration tests (through `sim`
+//! or as `test_rng`) and the benchmarks by path.
 
 /// xorshift64 (shifts 13, 7, 17) from a fixed, non-zero seed: a failing case repeats.
 pub struct Rng(pub u64);
