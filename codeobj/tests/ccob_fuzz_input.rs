@@ -5,11 +5,10 @@
 #[path = "../fuzz/ccob_input.rs"]
 mod ccob_input;
 
+mod support;
+
 fn seed(name: &str) -> Vec<u8> {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/seeds/ccob")
-        .join(name);
-    std::fs::read(p).unwrap()
+    support::seed("ccob", name)
 }
 
 #[test]

@@ -1,19 +1,14 @@
 //! Code objects whose symbol tables are corrupt (from the `code_object` fuzz target's seeds):
 //! read and reported on without a panic, their figures bounded by the bytes there are.
 
-fn seed(name: &str) -> Vec<u8> {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/seeds/code_object")
-        .join(name);
-    std::fs::read(p).unwrap()
-}
+mod support;
 
 /// Function symbols with sizes of terabytes (and one negative as a signed number): a function's
 /// code is counted only where it lies in its section, so the sizes do not add up past the file
 /// (tests build with overflow checks: the sum used to overflow).
 #[test]
 fn symbol_sizes_past_the_file_count_the_code_that_is_there() {
-    let data = seed("symbol_sizes_past_the_file.out");
+    let data = support::seed("code_object", "symbol_sizes_past_the_file.out");
     let cos = sqtt_codeobj::read_bytes(&data, "seed").expect("an ELF code object");
     assert_eq!(cos.len(), 1);
     let co = &cos[0];
