@@ -99,7 +99,7 @@ pub fn read<S: Sink>(
 
 /// Result of `sqtt flamegraph`.
 pub struct FlamegraphOutput {
-    pub folded: Vec<(String, u64)>,
+    pub folded: crate::flamegraph::Folded,
     pub diag: Diagnostics,
     pub totals: Totals,
 }

@@ -254,7 +254,7 @@ impl Sink for Side2<'_> {
 /// One capture read: its stacks by name, and its folded cycles.
 struct Capture {
     stacks: BTreeMap<String, Acc>,
-    folded: Vec<(String, u64)>,
+    folded: crate::flamegraph::Folded,
     diag: Diagnostics,
 }
 
@@ -314,11 +314,11 @@ pub fn diff(
             .then_with(|| x.stack.cmp(&y.stack))
     });
     let mut folded: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    for (s, c) in &ca.folded {
-        folded.entry(s.clone()).or_default().0 += c;
+    for (s, c) in ca.folded.iter() {
+        folded.entry(s.to_string()).or_default().0 += c;
     }
-    for (s, c) in &cb.folded {
-        folded.entry(s.clone()).or_default().1 += c;
+    for (s, c) in cb.folded.iter() {
+        folded.entry(s.to_string()).or_default().1 += c;
     }
     Ok(DiffOutput {
         report: DiffReport {

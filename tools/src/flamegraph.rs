@@ -180,7 +180,7 @@ impl Flamegraph {
     }
 
     /// Folded stacks sorted by stack text, zero counts left out.
-    pub fn folded(&self, names: &Names) -> Vec<(String, u64)> {
+    pub fn folded(&self, names: &Names) -> Folded {
         let folded = self.folded_names(names);
         match walk_ranks(&folded) {
             Some(rank) => self.folded_in_walk_order(&folded, &rank),
@@ -206,32 +206,39 @@ impl Flamegraph {
         &self,
         folded: &[Option<std::borrow::Cow<'_, str>>],
         rank: &[u32],
-    ) -> Vec<(String, u64)> {
+    ) -> Folded {
         let n = self.nodes.len();
-        // Every node but the root, by parent and then its frame's rank: each node's children
+        // Every node but the root, by parent (a counting sort: `first[p]` where the children of
+        // `p` start), each parent's children then by their frames' ranks: each node's children
         // a run, in the walk's order.
-        let mut kids: Vec<(u32, u32, u32)> = (1..n as u32)
-            .map(|c| {
-                let node = &self.nodes[c as usize];
-                (node.parent, rank[node.frame as usize], c)
-            })
-            .collect();
-        kids.sort_unstable();
         let mut first = vec![0u32; n + 1];
-        for &(parent, _, _) in &kids {
-            first[parent as usize + 1] += 1;
+        for node in &self.nodes[1..] {
+            first[node.parent as usize + 1] += 1;
         }
         for i in 0..n {
             first[i + 1] += first[i];
         }
-        let mut out = Vec::new();
+        let mut kids = vec![0u32; n.saturating_sub(1)];
+        let mut fill = first.clone();
+        for c in 1..n as u32 {
+            let at = &mut fill[self.nodes[c as usize].parent as usize];
+            kids[*at as usize] = c;
+            *at += 1;
+        }
+        for p in 0..n {
+            let run = &mut kids[first[p] as usize..first[p + 1] as usize];
+            if run.len() > 1 {
+                run.sort_unstable_by_key(|&c| rank[self.nodes[c as usize].frame as usize]);
+            }
+        }
+        let mut out = Folded::with_lines(self.nodes.iter().filter(|n| n.weight != 0).count());
         let mut path = String::new();
         // (node, the path's length before it); the root's children first, pushed in reverse so
         // that the first comes off first.
         let mut stack: Vec<(u32, usize)> = Vec::new();
         let push_kids = |stack: &mut Vec<(u32, usize)>, node: u32, len: usize| {
             let (from, to) = (first[node as usize], first[node as usize + 1]);
-            for &(_, _, c) in kids[from as usize..to as usize].iter().rev() {
+            for &c in kids[from as usize..to as usize].iter().rev() {
                 stack.push((c, len));
             }
         };
@@ -244,7 +251,7 @@ impl Flamegraph {
             }
             path.push_str(folded[node.frame as usize].as_deref().unwrap_or_default());
             if node.weight != 0 {
-                out.push((path.clone(), node.weight));
+                out.push(&path, node.weight);
             }
             push_kids(&mut stack, c, path.len());
         }
@@ -252,8 +259,8 @@ impl Flamegraph {
     }
 
     /// The stacks, each made from its frames, sorted by their text.
-    fn folded_sorted(&self, folded: &[Option<std::borrow::Cow<'_, str>>]) -> Vec<(String, u64)> {
-        let mut out = Vec::new();
+    fn folded_sorted(&self, folded: &[Option<std::borrow::Cow<'_, str>>]) -> Folded {
+        let mut lines = Vec::new();
         let mut frames: Vec<&str> = Vec::new();
         for (i, node) in self.nodes.iter().enumerate() {
             let w = node.weight;
@@ -268,9 +275,13 @@ impl Flamegraph {
                 n = node.parent;
             }
             frames.reverse();
-            out.push((frames.join(";"), w));
+            lines.push((frames.join(";"), w));
         }
-        out.sort_unstable();
+        lines.sort_unstable();
+        let mut out = Folded::with_lines(lines.len());
+        for (stack, count) in &lines {
+            out.push(stack, *count);
+        }
         out
     }
 
@@ -379,20 +390,91 @@ impl Sink for Flamegraph {
 }
 
 /// Writes folded lines.
-pub fn write_folded<W: Write>(out: &mut W, folded: &[(String, u64)]) -> std::io::Result<()> {
-    for (s, c) in folded {
-        writeln!(out, "{s} {c}")?;
-    }
-    Ok(())
+pub fn write_folded<W: Write>(out: &mut W, folded: &Folded) -> std::io::Result<()> {
+    out.write_all(folded.text.as_bytes())
 }
 
 /// Writes an SVG flamegraph of the folded stacks with inferno.
-pub fn write_svg<W: Write>(out: W, folded: &[(String, u64)], title: &str) -> std::io::Result<()> {
-    let lines: Vec<String> = folded.iter().map(|(s, c)| format!("{s} {c}")).collect();
+pub fn write_svg<W: Write>(out: W, folded: &Folded, title: &str) -> std::io::Result<()> {
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
     opts.count_name = "cycles".to_string();
-    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
+    inferno::flamegraph::from_lines(&mut opts, folded.text.lines(), out)
+}
+
+/// Folded stacks as the text `sqtt flamegraph` prints (a line `frame;frame;... count` each, in
+/// the order given), made once: each line written into one buffer as it is found, where a string
+/// a stack cost an allocation each and a second pass to print.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Folded {
+    text: String,
+    /// Per line: where its stack starts and ends in `text`, and its count.
+    lines: Vec<(usize, usize, u64)>,
+}
+
+impl Folded {
+    fn with_lines(n: usize) -> Folded {
+        Folded {
+            text: String::new(),
+            lines: Vec::with_capacity(n),
+        }
+    }
+
+    /// Adds the line of `stack` with `count`.
+    pub fn push(&mut self, stack: &str, count: u64) {
+        let start = self.text.len();
+        self.text.push_str(stack);
+        let end = self.text.len();
+        self.text.push(' ');
+        // The count's digits, last first (u64::MAX has 20).
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        let mut c = count;
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (c % 10) as u8;
+            c /= 10;
+            if c == 0 {
+                break;
+            }
+        }
+        self.text
+            .push_str(std::str::from_utf8(&digits[i..]).expect("ASCII digits"));
+        self.text.push('\n');
+        self.lines.push((start, end, count));
+    }
+
+    /// The lines, each as its stack and count.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, u64)> + '_ {
+        self.lines
+            .iter()
+            .map(|&(start, end, count)| (&self.text[start..end], count))
+    }
+
+    /// The text as printed.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+}
+
+impl IntoIterator for Folded {
+    type Item = (String, u64);
+    type IntoIter = std::vec::IntoIter<(String, u64)>;
+    /// The lines as owned stacks and counts (for tests and other readers that keep them).
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+            .map(|(s, c)| (s.to_string(), c))
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
 }
 
 #[cfg(test)]
@@ -447,7 +529,7 @@ mod tests {
             let folded = fg.folded_names(&names);
             assert!(walk_ranks(&folded).is_none(), "{frames:?}");
             let out = fg.folded(&names);
-            assert!(out.is_sorted(), "{frames:?}");
+            assert!(out.iter().is_sorted(), "{frames:?}");
             // The walk with the names in byte order gives the same lines, but not in text order:
             // the check is what keeps these from it.
             let mut by_name: Vec<usize> = (0..folded.len()).collect();
@@ -458,8 +540,9 @@ mod tests {
             }
             let walked = fg.folded_in_walk_order(&folded, &rank);
             assert_ne!(walked, out, "{frames:?}: the walk would have been right");
-            let mut resorted = walked.clone();
+            let mut resorted: Vec<(String, u64)> = walked.into_iter().collect();
             resorted.sort_unstable();
+            let out: Vec<(String, u64)> = out.into_iter().collect();
             assert_eq!(resorted, out, "{frames:?}: the same lines");
         }
     }
@@ -476,5 +559,33 @@ mod tests {
         assert_eq!(rank, (0..n as u32).rev().collect::<Vec<_>>());
         folded.push(Some(format!("{}0", "x".repeat(n)).into()));
         assert!(walk_ranks(&folded).is_none());
+    }
+
+    /// The folded text is the lines as `format!` writes them (every count's digits, from 0 to
+    /// u64::MAX), and its lines read back as pushed.
+    #[test]
+    fn folded_text_is_the_lines_printed() {
+        let mut rng = crate::test_rng::Rng(0x5eed);
+        let mut lines: Vec<(String, u64)> = vec![("k".into(), 0), ("k;a b".into(), u64::MAX)];
+        for i in 0..2000u64 {
+            let count = match i % 3 {
+                0 => rng.below(10),
+                1 => rng.below(1 << 40),
+                _ => rng.below(u64::MAX),
+            };
+            lines.push((format!("k;f{i};g"), count));
+        }
+        let mut folded = Folded::default();
+        for (stack, count) in &lines {
+            folded.push(stack, *count);
+        }
+        let want: String = lines.iter().map(|(s, c)| format!("{s} {c}\n")).collect();
+        assert_eq!(folded.text(), want);
+        let mut written = Vec::new();
+        write_folded(&mut written, &folded).unwrap();
+        assert_eq!(written, want.as_bytes());
+        assert_eq!(folded.len(), lines.len());
+        assert!(folded.iter().eq(lines.iter().map(|(s, c)| (s.as_str(), *c))));
+        assert_eq!(folded.into_iter().collect::<Vec<_>>(), lines);
     }
 }

@@ -68,7 +68,7 @@ fn trace(waves: Vec<sim::WaveDef>, dispatches: Vec<sim::Dispatch>, chunk: usize)
 
 fn folded(dir: &Path) -> (BTreeMap<String, u64>, commands::FlamegraphOutput) {
     let r = commands::flamegraph(dir, &Options::default(), &NoProgress).unwrap();
-    (r.folded.iter().cloned().collect(), r)
+    (r.folded.clone().into_iter().collect(), r)
 }
 
 fn read_json(p: &Path) -> serde_json::Value {

@@ -11,7 +11,7 @@ use sqtt_tools::engine::Options;
 
 fn folded_of(dir: &std::path::Path) -> (BTreeMap<String, u64>, commands::FlamegraphOutput) {
     let r = commands::flamegraph(dir, &Options::default(), &NoProgress).unwrap();
-    (r.folded.iter().cloned().collect(), r)
+    (r.folded.clone().into_iter().collect(), r)
 }
 
 /// The kernel_c frames (tile, reduce, step) of the packed gfx12 code object.

@@ -65,7 +65,7 @@ fn flamegraph_demangles() {
         ..opts()
     };
     let r = commands::flamegraph(dir.path(), &o, &NoProgress).unwrap();
-    let all: Vec<&str> = r.folded.iter().map(|(s, _)| s.as_str()).collect();
+    let all: Vec<&str> = r.folded.iter().map(|(s, _)| s).collect();
     assert!(all
         .iter()
         .any(|s| s.contains("kernel_b();phase_x;helper(float);inner()")));
