@@ -14,6 +14,9 @@
 #   tools         trace_dir    the whole trace-directory pipeline (filenames.json, shaderdata,
 #                              occupancy.json, code.json, a compressed-bundle code object through
 #                              `sqtt stats` and `sqtt memory`)
+#   tools         raw_dir      a rocprofv3 run's raw files (kernel trace as JSON, CSV or SQLite,
+#                              shader engines' .att, code objects) through `sqtt flamegraph`,
+#                              `stats` and `memory`
 #   thread-trace  decoders     the thread-trace decoders, wave pairing, markers, clock
 #   thread-trace  raw_records  the decoders' shader-data records (fields, order, a stop's prefix)
 # The fuzz crates are workspaces of their own, built into one target directory so that their
@@ -42,7 +45,7 @@ fi
 export RUSTC_BOOTSTRAP=1
 
 ALL=(codeobj:code_object codeobj:ccob codeobj:funcmap tools:shaderdata tools:trace_dir
-  thread-trace:decoders thread-trace:raw_records)
+  tools:raw_dir thread-trace:decoders thread-trace:raw_records)
 targets=()
 if [ $# -gt 0 ]; then
   for want in "$@"; do
@@ -107,7 +110,7 @@ run() { # crate:target
   # corpus: a failure found once fails every run until it is fixed, rather than waiting for the
   # fuzzer to meet it again.
   cp -n "$out/artifacts/$target"/* "$corpus"/ 2>/dev/null || true
-  # A private TMPDIR: the trace_dir target writes its ui directory there.
+  # A private TMPDIR: the trace_dir and raw_dir targets write their directories there.
   tmp=$(mktemp -d)
   set +e
   (cd "$root/$crate" && TMPDIR="$tmp" cargo fuzz run --target-dir "$out/build" "$target" \

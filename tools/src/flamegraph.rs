@@ -585,7 +585,9 @@ mod tests {
         write_folded(&mut written, &folded).unwrap();
         assert_eq!(written, want.as_bytes());
         assert_eq!(folded.len(), lines.len());
-        assert!(folded.iter().eq(lines.iter().map(|(s, c)| (s.as_str(), *c))));
+        assert!(folded
+            .iter()
+            .eq(lines.iter().map(|(s, c)| (s.as_str(), *c))));
         assert_eq!(folded.into_iter().collect::<Vec<_>>(), lines);
     }
 }

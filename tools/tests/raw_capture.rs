@@ -18,6 +18,8 @@ use sqtt_thread_trace::Generation;
 
 #[path = "support/elf.rs"]
 mod elf;
+#[path = "../fuzz/raw_dir_input.rs"]
+mod raw_dir_input;
 
 const PID: u64 = 4242;
 const AGENT: u64 = 2;
@@ -521,4 +523,46 @@ fn a_raw_trace_rewritten_while_decoded_never_kills_the_tool() {
     eprintln!("{runs} runs, {shrank} saw the trace shrink, {rounds} rewrites");
     // The race was run: some decodes met the truncated file (and lived).
     assert!(shrank > 0, "no run saw the file shrink in {runs} runs");
+}
+
+/// The `raw_dir` fuzz target's committed seeds are runs of this file's writers packed in its
+/// input form (one a kernel-trace format and generation): each unpacks to a directory that reads
+/// as the run does (every kernel frame, no warning), so the fuzzer starts from inputs that reach
+/// the raw route's end. `SQTT_WRITE_FUZZ_SEEDS=DIR` writes them anew into DIR.
+#[test]
+fn raw_dir_fuzz_seeds_read_as_their_runs() {
+    let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/raw_dir");
+    for (g, format) in [
+        (Generation::Gfx11, "json"),
+        (Generation::Gfx12, "csv"),
+        (Generation::Gfx9, "sqlite"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        // The code objects under one name for every generation (the name's gfx is not read).
+        write_run(&run, g, "gfx1100", false);
+        write_kernel_trace(&run, format);
+        let (want, err) = run_ok(&["flamegraph", run.to_str().unwrap(), "--input", "raw"]);
+        assert!(!err.contains("warning"), "{g:?} {format}: {err}");
+        let name = format!("{g:?}_{format}.bin").to_lowercase();
+        if let Some(out) = std::env::var_os("SQTT_WRITE_FUZZ_SEEDS") {
+            std::fs::write(Path::new(&out).join(&name), raw_dir_input::pack(&run)).unwrap();
+            continue;
+        }
+        let seed = std::fs::read(seeds.join(&name)).unwrap();
+        let unpacked = dir.path().join("unpacked");
+        raw_dir_input::unpack(&seed, &unpacked).unwrap();
+        let (got, err) = run_ok(&["flamegraph", unpacked.to_str().unwrap(), "--input", "raw"]);
+        assert!(!err.contains("warning"), "{name}: {err}");
+        assert!(
+            got.lines()
+                .any(|l| l.starts_with("_Z4gemmPf;k loop;_Z5storev "))
+                && got
+                    .lines()
+                    .any(|l| l.starts_with("_Z4tileiPf;phase @ tile;_Z6reducev ")),
+            "{name}:\n{got}"
+        );
+        assert_eq!(got, want, "{name}: the seed reads as the run");
+        assert_eq!(raw_dir_input::pack(&unpacked), seed, "{name}: packs back");
+    }
 }
