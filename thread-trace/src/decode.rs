@@ -1262,6 +1262,10 @@ const CDNA_INST_PC: usize = 11;
 const CDNA_USERDATA: usize = 12;
 /// The misc type (bits 15:13) of a MISC token that resets the time.
 const CDNA_TIME_RESET: u64 = 1;
+/// The misc type of a MISC token that says the waves' context is being saved ([`Target`]).
+const CDNA_SAVE_CONTEXT: u64 = 6;
+/// An instruction token's type (bits 15:11) that says the wave has a new program counter.
+const CDNA_INST_TYPE_PC: u64 = 7;
 /// The delta field of each token type, in bits 4 and up: MISC's 8 bits, the common 1 bit in
 /// the others.
 const CDNA_DELTA: [u64; 16] = [0xFF, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1];
@@ -1302,6 +1306,174 @@ pub fn gfx9_header(data: &[u8]) -> bool {
 struct Running {
     on: [u64; 16],
     sh: [u64; 16],
+}
+
+/// AMD's decoder follows the waves of the trace's target CU (the one with instruction tokens:
+/// the header's DCU, shader array 0) in a record per SIMD slot, and only a wave it holds there
+/// can end: on that CU, an end of a slot it holds no wave in is dropped whole (even when a wave
+/// of the other shader array with the same CU, SIMD and slot runs), and a start whose count is
+/// above 64 (a context save or restore) is no wave start. A slot's record is made by a start, or
+/// by an instruction token of the slot (INST: slot 8:5, SIMD 10:9) while it holds none. After a
+/// MISC SAVE_CONTEXT, the waves held then end only once restored: a start of their slot with a
+/// count above 64 twice, then an instruction token of type PC; an end before that is dropped
+/// whole (the wave stays held).
+///
+/// The instruction tokens are not looked at as they pass (they are most of a stream, and the
+/// tight loop takes them): an end that finds its slot empty looks over the tokens since the
+/// slot's last end, and a wave held across a context save has its tokens walked once, as its
+/// ends come; each slot's tokens are looked at once at most.
+struct Target {
+    /// The target CU (the header's 5-bit DCU; none without the header).
+    cu: Option<u64>,
+    /// The slots holding a wave: bit `simd * 10 + slot`.
+    held: u64,
+    /// Per slot, the word from which no instruction token has been looked for.
+    since: [usize; 40],
+    /// Per slot, the word of the token that made the wave it holds.
+    made: [usize; 40],
+    /// Per slot, where its wave is in a context save, as of word `trap_at`.
+    trap: [Trap; 40],
+    trap_at: [usize; 40],
+    /// The word of the last SAVE_CONTEXT met while a slot held a wave.
+    last_save: Option<usize>,
+}
+
+/// Where a held wave of the target CU is in a context save ([`Target`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Trap {
+    Restored,
+    Requested,
+    Standby,
+    AwaitingPc,
+}
+
+impl Target {
+    fn new(data: &[u8], first: usize) -> Target {
+        Target {
+            cu: gfx9_header(data).then(|| (words4(data, 0) >> 20) & 0x1F),
+            held: 0,
+            since: [first; 40],
+            made: [first; 40],
+            trap: [Trap::Restored; 40],
+            trap_at: [first; 40],
+            last_save: None,
+        }
+    }
+
+    /// The slot index of a wave token `w` on the target CU (shader array 0), if it is one.
+    fn slot(&self, w: u64) -> Option<usize> {
+        (self.cu == Some((w >> 6) & 0xF) && (w >> 5) & 1 == 0)
+            .then(|| ((w >> 14) & 3) as usize * 10 + ((w >> 10) & 0xF) as usize)
+    }
+
+    /// Slot `b` holds a wave made at word `i`.
+    fn make(&mut self, b: usize, i: usize) {
+        self.held |= 1 << b;
+        self.made[b] = i;
+        self.trap[b] = Trap::Restored;
+        self.trap_at[b] = i;
+    }
+
+    /// Whether a start token `w` at word `i` is one: on the target CU, not with a count above
+    /// 64.
+    fn start(&mut self, w: u64, i: usize) -> bool {
+        let Some(b) = self.slot(w) else {
+            return true;
+        };
+        if (w >> 22) & 0x7F > 64 {
+            return false;
+        }
+        if self.held & 1 << b == 0 {
+            self.make(b, i);
+        }
+        true
+    }
+
+    /// A SAVE_CONTEXT at word `i`.
+    fn save(&mut self, i: usize) {
+        if self.held != 0 {
+            self.last_save = Some(i);
+        }
+    }
+
+    /// Whether an end token `w` at word `i` (of `len` words) is one: on the target CU, when its
+    /// slot holds a wave not in a context save (which it then no longer holds).
+    fn end(&mut self, data: &[u8], w: u64, i: usize, len: usize) -> bool {
+        let Some(b) = self.slot(w) else {
+            return true;
+        };
+        if self.held & 1 << b == 0 {
+            match inst_in(data, self.since[b], i, b) {
+                Some(j) => self.make(b, j),
+                None => {
+                    self.since[b] = i;
+                    return false;
+                }
+            }
+        }
+        if self.last_save.is_some_and(|k| k > self.made[b]) {
+            let at = (self.trap_at[b], i);
+            self.trap[b] = trap_after(data, at, w, b, self.trap[b]);
+            self.trap_at[b] = i;
+            if self.trap[b] != Trap::Restored {
+                return false;
+            }
+        }
+        self.held &= !(1 << b);
+        self.since[b] = i + len;
+        true
+    }
+}
+
+/// Where a held wave of slot index `b` of the target CU is in a context save after words
+/// `from..to` (token starts), from `trap` ([`Trap`]); `end` is a wave token of the slot (its CU
+/// and shader array are the target's).
+fn trap_after(data: &[u8], (from, to): (usize, usize), end: u64, b: usize, mut trap: Trap) -> Trap {
+    let mut j = from;
+    while j < to {
+        let w = words4(data, j);
+        let ty = (w & 0xF) as usize;
+        match ty {
+            CDNA_MISC if w & 0xE00F == CDNA_SAVE_CONTEXT << 13 => trap = Trap::Requested,
+            // A start of the slot on the target CU (shader array 0), as `end` is.
+            CDNA_WAVE_START
+                if ((w >> 14) & 3) as usize * 10 + ((w >> 10) & 0xF) as usize == b
+                    && (w ^ end) & 0x3E0 == 0
+                    && (w >> 22) & 0x7F > 64 =>
+            {
+                trap = match trap {
+                    Trap::Requested => Trap::Standby,
+                    Trap::Standby => Trap::AwaitingPc,
+                    t => t,
+                }
+            }
+            CDNA_INST
+                if trap == Trap::AwaitingPc
+                    && ((w >> 9) & 3) as usize * 10 + ((w >> 5) & 0xF) as usize == b
+                    && (w >> 11) & 0x1F == CDNA_INST_TYPE_PC =>
+            {
+                trap = Trap::Restored
+            }
+            _ => {}
+        }
+        j += CDNA_WORDS[ty] as usize;
+    }
+    trap
+}
+
+/// The first word in `from..to` (`from` a token start) where an instruction token of slot
+/// index `b` (SIMD * 10 + slot) starts.
+fn inst_in(data: &[u8], from: usize, to: usize, b: usize) -> Option<usize> {
+    let mut j = from;
+    while j < to {
+        let w = words4(data, j);
+        let ty = (w & 0xF) as usize;
+        if ty == CDNA_INST && ((w >> 9) & 3) as usize * 10 + ((w >> 5) & 0xF) as usize == b {
+            return Some(j);
+        }
+        j += CDNA_WORDS[ty] as usize;
+    }
+    None
 }
 
 impl Running {
@@ -1345,6 +1517,7 @@ static CDNA_PLAIN: [u16; 1 << 16] = {
         t[x] = if CDNA_REPORTED & (1 << ty) != 0
             || w == 0
             || w & 0xE00F == CDNA_TIME_RESET << 13 | CDNA_MISC as u64
+            || w & 0xE00F == CDNA_SAVE_CONTEXT << 13 | CDNA_MISC as u64
             || cdna_bad_slot(w).is_some()
         {
             CDNA_TAKEN
@@ -1459,6 +1632,7 @@ fn cdna<S: Sink, const TIGHT: bool>(data: &[u8], sink: &mut S) -> Summary {
         on: [0; 16],
         sh: [0; 16],
     };
+    let mut target = Target::new(data, i);
     let mut stop = None;
     while i < n {
         if TIGHT {
@@ -1504,7 +1678,7 @@ fn cdna<S: Sink, const TIGHT: bool>(data: &[u8], sink: &mut S) -> Summary {
             let slot = ((w >> 10) & 0xF) as u32;
             let simd = ((w >> 14) & 3) as u32;
             match ty {
-                CDNA_WAVE_START => {
+                CDNA_WAVE_START if target.start(w, i) => {
                     let (i, bit) = Running::key(w);
                     if running.on[i] & bit == 0 {
                         running.on[i] |= bit;
@@ -1512,7 +1686,7 @@ fn cdna<S: Sink, const TIGHT: bool>(data: &[u8], sink: &mut S) -> Summary {
                         sink.wave_start(cu | sh << 4, simd, slot, at);
                     }
                 }
-                CDNA_WAVE_END => {
+                CDNA_WAVE_END if target.end(data, w, i, len) => {
                     let (i, bit) = Running::key(w);
                     if running.on[i] & bit != 0 {
                         running.on[i] &= !bit;
@@ -1534,6 +1708,9 @@ fn cdna<S: Sink, const TIGHT: bool>(data: &[u8], sink: &mut S) -> Summary {
         } else {
             time = time.wrapping_add(delta);
             packets += if nop { len as u64 } else { 1 };
+            if w & 0xE00F == CDNA_SAVE_CONTEXT << 13 | CDNA_MISC as u64 {
+                target.save(i);
+            }
             if w & 0xE00F == CDNA_TIME_RESET << 13 | CDNA_MISC as u64 {
                 if let Some(j) = time_reset(data, i + len, n, &mut time, &mut base) {
                     drop_at = j;

@@ -73,6 +73,11 @@ pub struct Encoder {
     /// RDNA: the plain packet types [`Encoder::other`] picks from, each with a low byte of its
     /// own.
     plain: Vec<(u8, Kind)>,
+    /// GFX9: the target CU of the header (none without it), and the slots of it (bit
+    /// `simd * 10 + slot`, shader array 0) where AMD's decoder holds a wave: on that CU only a
+    /// held wave ends (`decode::Target`).
+    target: Option<u32>,
+    held: u64,
     /// The waves, in the order they end.
     pub waves: Vec<Expected>,
     /// The realtime markers.
@@ -101,6 +106,8 @@ impl Encoder {
             owed_stamp: None,
             resets: Vec::new(),
             plain: Vec::new(),
+            target: (generation == Generation::Gfx9).then_some(((GFX9_HEADER >> 20) & 0x1F) as u32),
+            held: 0,
             waves: Vec::new(),
             markers: Vec::new(),
             records: Vec::new(),
@@ -126,6 +133,7 @@ impl Encoder {
     pub fn bare_gfx9() -> Self {
         let mut e = Encoder::new(Generation::Gfx9);
         e.units.clear();
+        e.target = None;
         e
     }
 
@@ -244,6 +252,13 @@ impl Encoder {
         }
     }
 
+    /// GFX9: the slot index (`simd * 10 + slot`) of `s` when it is on the target CU, shader
+    /// array 0.
+    fn target_slot(&self, s: Slot) -> Option<u32> {
+        (self.target == Some(s.wgp & 0xF) && s.sa & 1 == 0)
+            .then_some((s.simd & 3) * 10 + s.slot % 10)
+    }
+
     fn gfx9_fields(s: Slot) -> u64 {
         (u64::from(s.sa & 1) << 5)
             | (u64::from(s.wgp & 0xF) << 6)
@@ -278,6 +293,9 @@ impl Encoder {
         if self.gfx9() {
             let d = self.inline_delta(inline, 1);
             self.put(u128::from(3 | (d << 4) | Self::gfx9_fields(s)), 2);
+            if let Some(b) = self.target_slot(s) {
+                self.held |= 1 << b;
+            }
             let key = (s.wgp & 0xF, s.simd, s.slot);
             // AMD's decoder: a start on a running slot is no new wave.
             self.open.entry(key).or_insert((self.time, s.sa & 1));
@@ -343,6 +361,13 @@ impl Encoder {
             };
             let d = self.inline_delta(inline, 1);
             self.put(u128::from(6 | (d << 4) | Self::gfx9_fields(s)), 1);
+            if let Some(b) = self.target_slot(s) {
+                // On the target CU, only a held wave ends.
+                if self.held & 1 << b == 0 {
+                    return;
+                }
+                self.held &= !(1 << b);
+            }
             self.close((s.wgp & 0xF, s.simd, s.slot));
             return;
         }
@@ -568,9 +593,16 @@ impl Encoder {
                 v = (v & !(0xF << 5)) | ((slot % 10) << 5);
             }
             if ty == 10 {
-                // An instruction type AMD's decoder knows (0 to 28).
+                // An instruction type of a compute wave that AMD's decoder times (a replay,
+                // export, halt or reserved type it drops from the wave's instructions, and a
+                // later one can then find its issue gone: it rejects the trace).
+                const TIMED: [u128; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 12, 13, 14, 15, 16, 17, 18, 28];
                 let inst = (v >> 11) & 0x1F;
-                v = (v & !(0x1F << 11)) | ((inst % 29) << 11);
+                v = (v & !(0x1F << 11)) | (TIMED[(inst % 16) as usize] << 11);
+                // An instruction of a slot of the target CU holding none makes it hold a wave.
+                if self.target.is_some() {
+                    self.held |= 1 << (((v >> 9) & 3) * 10 + ((v >> 5) & 0xF));
+                }
             }
             self.put(v & ((1u128 << (16 * words)) - 1), words);
             return;

@@ -4,12 +4,14 @@
 //! and where a cut or corrupt stream stops.
 
 use sqtt_thread_trace::decode::{
-    decode, shader_data, ShaderData, Sink, StopReason, SHADER_DATA_IMM, SHADER_DATA_PRIV,
+    amd_cu, decode, shader_data, ShaderData, Sink, StopReason, SHADER_DATA_IMM, SHADER_DATA_PRIV,
 };
 use sqtt_thread_trace::{waves, Generation, Wave};
 
 #[path = "support/gpu.rs"]
 mod gpu;
+#[path = "support/target_cu.rs"]
+mod target_cu;
 use gpu::gpu;
 
 /// Bits, least significant first.
@@ -429,4 +431,30 @@ fn cut_and_corrupt_streams_stop_where_they_go_wrong() {
         (stop.offset, stop.reason),
         (14, StopReason::BadSlot { slot: 12 })
     );
+}
+
+/// GFX9's target CU (AMD's decoder follows its waves slot by slot): only a wave it holds ends,
+/// a start with a count above 64 is none, and a wave held across a context save ends only once
+/// restored. The waves AMD's decoder made of each stream (`support/target_cu.rs`).
+#[test]
+fn gfx9_target_cu_waves_end_as_amd_s_decoder_ends_them() {
+    for case in target_cu::CASES {
+        let bytes = target_cu::bytes(case);
+        let mut ours: Vec<target_cu::AmdWave> = waves(&gpu(Generation::Gfx9), &bytes)
+            .iter()
+            .map(|w| {
+                (
+                    amd_cu(Generation::Gfx9, w.cu),
+                    w.simd as u8,
+                    w.slot as u8,
+                    w.start,
+                    w.stop,
+                )
+            })
+            .collect();
+        ours.sort();
+        let mut want = case.waves.to_vec();
+        want.sort();
+        assert_eq!(ours, want, "{}", case.name);
+    }
 }

@@ -1,0 +1,262 @@
+//! Hand-built GFX9 streams on and beside the trace's target CU (the header's DCU, shader array 0,
+//! where AMD's decoder follows the waves slot by slot: `decode::Target`), with the waves AMD's
+//! v0.1.6 library made of each (`reference.rs` compares with the library when one is given;
+//! `packets.rs` holds the decoder to these without it). Each stream: rocprofv3's header, then
+//! the tokens, each after a MISC of 40 cycles, so the `k`th token is at `40 * (k + 1)`.
+
+/// A token: `S`/`E` a wave start/end (shader array, CU, SIMD, slot) with `S` of count 65 a
+/// context save or restore's; `I` an instruction (SIMD, slot, type); `Save` a MISC
+/// SAVE_CONTEXT; `Misc7` a MISC of type 7.
+#[derive(Clone, Copy)]
+pub enum Tok {
+    S(u64, u64, u64, u64),
+    S65(u64, u64, u64, u64),
+    E(u64, u64, u64, u64),
+    I(u64, u64, u64),
+    Save,
+    Misc7,
+}
+
+use Tok::*;
+
+/// A wave as AMD numbers it: (CU, SIMD, slot, start, stop).
+pub type AmdWave = (u8, u8, u8, u64, u64);
+
+pub struct Case {
+    pub name: &'static str,
+    /// The header's target CU.
+    pub dcu: u64,
+    pub tokens: &'static [Tok],
+    /// AMD's waves (its made-up ones, from time 0 for an end without a start, left out).
+    pub waves: &'static [AmdWave],
+}
+
+const PC: u64 = 7;
+const VALU: u64 = 5;
+
+pub const CASES: &[Case] = &[
+    Case {
+        name: "an end on the target CU of a slot it holds no wave in is dropped",
+        dcu: 0,
+        tokens: &[S(1, 0, 1, 3), E(0, 0, 1, 3), E(1, 0, 1, 3)],
+        waves: &[(0, 1, 3, 40, 120)],
+    },
+    Case {
+        name: "off the target CU the shader array is not looked at",
+        dcu: 0,
+        tokens: &[S(1, 5, 1, 3), E(0, 5, 1, 3), E(1, 5, 1, 3)],
+        waves: &[(5, 1, 3, 40, 80)],
+    },
+    Case {
+        name: "the header's DCU is the target",
+        dcu: 3,
+        tokens: &[S(1, 0, 1, 3), E(0, 0, 1, 3), E(1, 0, 1, 3)],
+        waves: &[(0, 1, 3, 40, 80)],
+    },
+    Case {
+        name: "target CU 3",
+        dcu: 3,
+        tokens: &[S(1, 3, 1, 3), E(0, 3, 1, 3), E(1, 3, 1, 3)],
+        waves: &[(3, 1, 3, 40, 120)],
+    },
+    Case {
+        name: "an instruction of the slot makes it hold a wave",
+        dcu: 0,
+        tokens: &[S(1, 0, 1, 3), I(1, 3, VALU), E(0, 0, 1, 3)],
+        waves: &[(0, 1, 3, 40, 120)],
+    },
+    Case {
+        name: "an instruction of another slot does not",
+        dcu: 0,
+        tokens: &[S(1, 0, 1, 3), I(1, 4, VALU), E(0, 0, 1, 3)],
+        waves: &[],
+    },
+    Case {
+        name: "an instruction before the start",
+        dcu: 0,
+        tokens: &[I(1, 3, VALU), S(1, 0, 1, 3), E(0, 0, 1, 3), E(1, 0, 1, 3)],
+        waves: &[(0, 1, 3, 80, 120)],
+    },
+    Case {
+        name: "a start with a count above 64 on the target CU is none",
+        dcu: 0,
+        tokens: &[S65(0, 0, 1, 3), E(0, 0, 1, 3)],
+        waves: &[],
+    },
+    Case {
+        name: "a start with a count above 64 elsewhere is one",
+        dcu: 0,
+        tokens: &[S65(0, 5, 1, 3), E(0, 5, 1, 3)],
+        waves: &[(5, 1, 3, 40, 80)],
+    },
+    Case {
+        name: "a start with a count above 64 in shader array 1 is one",
+        dcu: 0,
+        tokens: &[S65(1, 0, 1, 3), E(1, 0, 1, 3)],
+        waves: &[(0, 1, 3, 40, 80)],
+    },
+    Case {
+        name: "a slot emptied by its end drops the next end",
+        dcu: 0,
+        tokens: &[
+            S(0, 0, 1, 3),
+            E(0, 0, 1, 3),
+            S(1, 0, 1, 3),
+            E(0, 0, 1, 3),
+            E(1, 0, 1, 3),
+        ],
+        waves: &[(0, 1, 3, 40, 80), (0, 1, 3, 120, 200)],
+    },
+    Case {
+        name: "a second start holds no second wave",
+        dcu: 0,
+        tokens: &[S(0, 0, 1, 3), S(0, 0, 1, 3), E(0, 0, 1, 3), E(0, 0, 1, 3)],
+        waves: &[(0, 1, 3, 40, 120)],
+    },
+    Case {
+        name: "a held wave does not end in a context save",
+        dcu: 0,
+        tokens: &[S(0, 0, 1, 3), Save, E(0, 0, 1, 3)],
+        waves: &[],
+    },
+    Case {
+        name: "a MISC of type 7 is no context save",
+        dcu: 0,
+        tokens: &[S(0, 0, 1, 3), Misc7, E(0, 0, 1, 3)],
+        waves: &[(0, 1, 3, 40, 120)],
+    },
+    Case {
+        name: "a count above 64 without a save changes nothing",
+        dcu: 0,
+        tokens: &[S(0, 0, 1, 3), Misc7, S65(0, 0, 1, 3), E(0, 0, 1, 3)],
+        waves: &[(0, 1, 3, 40, 160)],
+    },
+    Case {
+        name: "one restoring start is not enough",
+        dcu: 0,
+        tokens: &[S(0, 0, 1, 3), Save, S65(0, 0, 1, 3), E(0, 0, 1, 3)],
+        waves: &[],
+    },
+    Case {
+        name: "two restoring starts await a PC",
+        dcu: 0,
+        tokens: &[
+            S(0, 0, 1, 3),
+            Save,
+            S65(0, 0, 1, 3),
+            S65(0, 0, 1, 3),
+            E(0, 0, 1, 3),
+        ],
+        waves: &[],
+    },
+    Case {
+        name: "restored by the PC",
+        dcu: 0,
+        tokens: &[
+            S(0, 0, 1, 3),
+            Save,
+            S65(0, 0, 1, 3),
+            S65(0, 0, 1, 3),
+            I(1, 3, PC),
+            E(0, 0, 1, 3),
+        ],
+        waves: &[(0, 1, 3, 40, 240)],
+    },
+    Case {
+        name: "another instruction does not restore",
+        dcu: 0,
+        tokens: &[
+            S(0, 0, 1, 3),
+            Save,
+            S65(0, 0, 1, 3),
+            S65(0, 0, 1, 3),
+            I(1, 3, VALU),
+            E(0, 0, 1, 3),
+        ],
+        waves: &[],
+    },
+    Case {
+        name: "a PC before the restoring starts does not restore",
+        dcu: 0,
+        tokens: &[
+            S(0, 0, 1, 3),
+            Save,
+            I(1, 3, PC),
+            S65(0, 0, 1, 3),
+            S65(0, 0, 1, 3),
+            E(0, 0, 1, 3),
+        ],
+        waves: &[],
+    },
+    Case {
+        name: "restoring starts of another CU do not restore",
+        dcu: 0,
+        tokens: &[
+            S(0, 0, 1, 3),
+            Save,
+            S65(0, 5, 1, 3),
+            S65(0, 5, 1, 3),
+            I(1, 3, PC),
+            E(0, 0, 1, 3),
+        ],
+        waves: &[],
+    },
+    Case {
+        name: "a save with no wave held changes nothing",
+        dcu: 0,
+        tokens: &[Save, S(0, 0, 1, 3), E(0, 0, 1, 3)],
+        waves: &[(0, 1, 3, 80, 120)],
+    },
+    Case {
+        name: "an end dropped in a save, the wave ends once restored",
+        dcu: 0,
+        tokens: &[
+            S(0, 0, 1, 3),
+            Save,
+            E(0, 0, 1, 3),
+            S65(0, 0, 1, 3),
+            S65(0, 0, 1, 3),
+            I(1, 3, PC),
+            E(0, 0, 1, 3),
+        ],
+        waves: &[(0, 1, 3, 40, 280)],
+    },
+    Case {
+        name: "a save holds every held slot",
+        dcu: 0,
+        tokens: &[
+            S(0, 0, 1, 4),
+            S(0, 0, 1, 3),
+            Save,
+            E(0, 0, 1, 4),
+            E(0, 0, 1, 3),
+        ],
+        waves: &[],
+    },
+];
+
+/// The stream of `case`.
+pub fn bytes(case: &Case) -> Vec<u8> {
+    let mut words: Vec<u16> = Vec::new();
+    let header: u64 = 0x11 | 5 << 13 | 0xF << 16 | case.dcu << 20;
+    words.extend((0..4).map(|k| (header >> (16 * k)) as u16));
+    let gap = 10 << 4;
+    words.push(gap);
+    for &t in case.tokens {
+        let wave =
+            |sh: u64, cu: u64, simd: u64, slot: u64| sh << 5 | cu << 6 | slot << 10 | simd << 14;
+        match t {
+            S(sh, cu, simd, slot) => words.extend([(3 | wave(sh, cu, simd, slot)) as u16, 0]),
+            S65(sh, cu, simd, slot) => {
+                let v = 3 | wave(sh, cu, simd, slot) | 65 << 22;
+                words.extend([v as u16, (v >> 16) as u16]);
+            }
+            E(sh, cu, simd, slot) => words.push((6 | wave(sh, cu, simd, slot)) as u16),
+            I(simd, slot, ty) => words.push((10 | slot << 5 | simd << 9 | ty << 11) as u16),
+            Save => words.push(6 << 13),
+            Misc7 => words.push(7 << 13),
+        }
+        words.push(gap);
+    }
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
