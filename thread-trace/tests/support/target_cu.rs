@@ -54,6 +54,12 @@ pub const CASES: &[Case] = &[
         waves: &[(0, 1, 3, 40, 80)],
     },
     Case {
+        name: "the DCU field is 5 bits: 16 is no 4-bit CU",
+        dcu: 16,
+        tokens: &[S(1, 0, 1, 3), E(0, 0, 1, 3), E(1, 0, 1, 3)],
+        waves: &[(0, 1, 3, 40, 80)],
+    },
+    Case {
         name: "target CU 3",
         dcu: 3,
         tokens: &[S(1, 3, 1, 3), E(0, 3, 1, 3), E(1, 3, 1, 3)],
