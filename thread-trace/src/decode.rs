@@ -1334,7 +1334,7 @@ struct Target {
     /// Per slot, where its wave is in a context save, as of word `trap_at`.
     trap: [Trap; 40],
     trap_at: [usize; 40],
-    /// The word of the last SAVE_CONTEXT met while a slot held a wave.
+    /// The word of the last SAVE_CONTEXT.
     last_save: Option<usize>,
 }
 
@@ -1389,11 +1389,10 @@ impl Target {
         true
     }
 
-    /// A SAVE_CONTEXT at word `i`.
+    /// A SAVE_CONTEXT at word `i` (a wave an instruction made, not yet looked for, may be
+    /// held then).
     fn save(&mut self, i: usize) {
-        if self.held != 0 {
-            self.last_save = Some(i);
-        }
+        self.last_save = Some(i);
     }
 
     /// Whether an end token `w` at word `i` (of `len` words) is one: on the target CU, when its
