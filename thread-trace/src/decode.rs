@@ -1376,7 +1376,7 @@ impl Target {
 
     /// Whether a start token `w` at word `i` is one: on the target CU, not with a count above
     /// 64.
-    fn start(&mut self, w: u64, i: usize) -> bool {
+    fn start(&mut self, data: &[u8], w: u64, i: usize) -> bool {
         let Some(b) = self.slot(w) else {
             return true;
         };
@@ -1384,7 +1384,14 @@ impl Target {
             return false;
         }
         if self.held & 1 << b == 0 {
-            self.make(b, i);
+            // An instruction of the slot before it may have made the wave already: that matters
+            // only when a context save came after it (the save caught the wave), so only then
+            // are the slot's tokens looked at.
+            let made = match self.last_save {
+                Some(k) if k >= self.since[b] => inst_in(data, self.since[b], i, b).unwrap_or(i),
+                _ => i,
+            };
+            self.make(b, made);
         }
         true
     }
@@ -1677,7 +1684,7 @@ fn cdna<S: Sink, const TIGHT: bool>(data: &[u8], sink: &mut S) -> Summary {
             let slot = ((w >> 10) & 0xF) as u32;
             let simd = ((w >> 14) & 3) as u32;
             match ty {
-                CDNA_WAVE_START if target.start(w, i) => {
+                CDNA_WAVE_START if target.start(data, w, i) => {
                     let (i, bit) = Running::key(w);
                     if running.on[i] & bit == 0 {
                         running.on[i] |= bit;

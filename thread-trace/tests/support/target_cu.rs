@@ -108,6 +108,8 @@ pub const CASES: &[Case] = &[
     case("and ends once restored", 0,
         &[S(1, 0, 1, 3), I(1, 3, VALU), Save, S65(0, 0, 1, 3), S65(0, 0, 1, 3), I(1, 3, PC),
           E(0, 0, 1, 3)], &[(0, 1, 3, 40, 280)]),
+    case("a wave an instruction made before its start is held in a save", 0,
+        &[I(1, 3, VALU), Save, S(0, 0, 1, 3), E(0, 0, 1, 3)], &[]),
     case("a save holds every held slot", 0,
         &[S(0, 0, 1, 4), S(0, 0, 1, 3), Save, E(0, 0, 1, 4), E(0, 0, 1, 3)], &[]),
 ];
