@@ -1320,8 +1320,11 @@ struct Running {
 ///
 /// The instruction tokens are not looked at as they pass (they are most of a stream, and the
 /// tight loop takes them): an end that finds its slot empty looks over the tokens since the
-/// slot's last end, and a wave held across a context save has its tokens walked once, as its
-/// ends come; each slot's tokens are looked at once at most.
+/// slot's last end, a start does so only when a context save came since then (a wave an
+/// instruction made before the start is held from that instruction, and the save caught it),
+/// and a wave held across a save has its tokens walked once, as its ends come. Saves are rare;
+/// each look starts where the slot's last one ended, so a slot's tokens are looked at a few
+/// times at most, never once a token for every end.
 struct Target {
     /// The target CU (the header's 5-bit DCU; none without the header).
     cu: Option<u64>,
