@@ -397,6 +397,21 @@ fn agrees_with_amds_decoder() {
             .or_default();
         t.add(case.name, &out, &ours(Generation::Gfx9, &gpu, &data));
     }
+    // Random streams of a few slots on and beside the target CU, saves and restores among
+    // them (1,000 of 60 tokens; the seeds' range widens them too).
+    let mut r = Rng(0x7A26_E7C0 | 1);
+    for k in 0..1000 + (seeds.end - seeds.start.min(seeds.end)).saturating_sub(300) {
+        let tokens = target_cu::random_tokens(&mut |n| r.below(n), 60);
+        let data = target_cu::stream(0, &tokens);
+        let t = tallies
+            .entry(("gfx9".to_string(), "random, target CU"))
+            .or_default();
+        t.add(
+            &format!("random target-CU stream {k}"),
+            &amd.decode(&data),
+            &ours(Generation::Gfx9, &gpu, &data),
+        );
+    }
     let mut failed = Vec::new();
     println!(
         "{:8} {:30} {:>6} {:>17} {:>17} {:>12}",

@@ -116,12 +116,38 @@ pub const CASES: &[Case] = &[
 
 /// The stream of `case`.
 pub fn bytes(case: &Case) -> Vec<u8> {
+    stream(case.dcu, case.tokens)
+}
+
+/// `n` random tokens of 16 slots (CU 0, the target, and CU 1; both shader arrays; two SIMDs of
+/// two slots each): starts, restoring starts, ends, instructions (of type PC or VALU), saves,
+/// so that the slots' records, saves and restores meet in every order. `below(k)` draws from
+/// `0..k`.
+#[allow(dead_code)]
+pub fn random_tokens(below: &mut impl FnMut(u64) -> u64, n: usize) -> Vec<Tok> {
+    (0..n)
+        .map(|_| {
+            let (sh, cu, simd, slot) = (below(2), below(2), below(2), below(2));
+            match below(20) {
+                0..=4 => S(sh, cu, simd, slot),
+                5..=6 => S65(sh, cu, simd, slot),
+                7..=11 => E(sh, cu, simd, slot),
+                12..=16 => I(simd, slot, if below(2) == 0 { PC } else { VALU }),
+                17..=18 => Save,
+                _ => Misc7,
+            }
+        })
+        .collect()
+}
+
+/// The stream of `tokens` with target CU `dcu`.
+pub fn stream(dcu: u64, tokens: &[Tok]) -> Vec<u8> {
     let mut words: Vec<u16> = Vec::new();
-    let header: u64 = 0x11 | 5 << 13 | 0xF << 16 | case.dcu << 20;
+    let header: u64 = 0x11 | 5 << 13 | 0xF << 16 | dcu << 20;
     words.extend((0..4).map(|k| (header >> (16 * k)) as u16));
     let gap = 10 << 4;
     words.push(gap);
-    for &t in case.tokens {
+    for &t in tokens {
         let wave =
             |sh: u64, cu: u64, simd: u64, slot: u64| sh << 5 | cu << 6 | slot << 10 | simd << 14;
         match t {
