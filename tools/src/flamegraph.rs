@@ -426,20 +426,7 @@ impl Folded {
         self.text.push_str(stack);
         let end = self.text.len();
         self.text.push(' ');
-        // The count's digits, last first (u64::MAX has 20).
-        let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        let mut c = count;
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (c % 10) as u8;
-            c /= 10;
-            if c == 0 {
-                break;
-            }
-        }
-        self.text
-            .push_str(std::str::from_utf8(&digits[i..]).expect("ASCII digits"));
+        self.text.push_str(itoa::Buffer::new().format(count));
         self.text.push('\n');
         self.lines.push((start, end, count));
     }
