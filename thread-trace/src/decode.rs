@@ -1266,6 +1266,27 @@ const CDNA_TIME_RESET: u64 = 1;
 const CDNA_SAVE_CONTEXT: u64 = 6;
 /// An instruction token's type (bits 15:11) that says the wave has a new program counter.
 const CDNA_INST_TYPE_PC: u64 = 7;
+
+/// Whether the token of first word `w` is a MISC of type `misc_type` (bits 15:13).
+const fn cdna_misc(w: u64, misc_type: u64) -> bool {
+    w & 0xE00F == misc_type << 13 | CDNA_MISC as u64
+}
+
+/// The slot index (`simd * 10 + slot`) a wave start or end token `w` names (SIMD 15:14, slot
+/// 13:10).
+fn cdna_wave_slot(w: u64) -> usize {
+    ((w >> 14) & 3) as usize * 10 + ((w >> 10) & 0xF) as usize
+}
+
+/// The slot index an instruction token `w` names (SIMD 10:9, slot 8:5).
+fn cdna_inst_slot(w: u64) -> usize {
+    ((w >> 9) & 3) as usize * 10 + ((w >> 5) & 0xF) as usize
+}
+
+/// Whether a wave start `w` is a context save's or restore's: a count (28:22) above 64.
+fn cdna_context_start(w: u64) -> bool {
+    (w >> 22) & 0x7F > 64
+}
 /// The delta field of each token type, in bits 4 and up: MISC's 8 bits, the common 1 bit in
 /// the others.
 const CDNA_DELTA: [u64; 16] = [0xFF, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1];
@@ -1332,9 +1353,8 @@ struct Target {
     held: u64,
     /// Per slot, the word from which no instruction token has been looked for.
     since: [usize; 40],
-    /// Per slot, the word of the token that made the wave it holds.
-    made: [usize; 40],
-    /// Per slot, where its wave is in a context save, as of word `trap_at`.
+    /// Per slot, where its wave is in a context save, as of word `trap_at` (from the token that
+    /// made the wave on).
     trap: [Trap; 40],
     trap_at: [usize; 40],
     /// The word of the last SAVE_CONTEXT.
@@ -1356,7 +1376,6 @@ impl Target {
             cu: gfx9_header(data).then(|| (words4(data, 0) >> 20) & 0x1F),
             held: 0,
             since: [first; 40],
-            made: [first; 40],
             trap: [Trap::Restored; 40],
             trap_at: [first; 40],
             last_save: None,
@@ -1365,14 +1384,12 @@ impl Target {
 
     /// The slot index of a wave token `w` on the target CU (shader array 0), if it is one.
     fn slot(&self, w: u64) -> Option<usize> {
-        (self.cu == Some((w >> 6) & 0xF) && (w >> 5) & 1 == 0)
-            .then(|| ((w >> 14) & 3) as usize * 10 + ((w >> 10) & 0xF) as usize)
+        (self.cu == Some((w >> 6) & 0xF) && (w >> 5) & 1 == 0).then(|| cdna_wave_slot(w))
     }
 
     /// Slot `b` holds a wave made at word `i`.
     fn make(&mut self, b: usize, i: usize) {
         self.held |= 1 << b;
-        self.made[b] = i;
         self.trap[b] = Trap::Restored;
         self.trap_at[b] = i;
     }
@@ -1383,7 +1400,7 @@ impl Target {
         let Some(b) = self.slot(w) else {
             return true;
         };
-        if (w >> 22) & 0x7F > 64 {
+        if cdna_context_start(w) {
             return false;
         }
         if self.held & 1 << b == 0 {
@@ -1420,9 +1437,10 @@ impl Target {
                 }
             }
         }
-        if self.last_save.is_some_and(|k| k > self.made[b]) {
-            let at = (self.trap_at[b], i);
-            self.trap[b] = trap_after(data, at, w, b, self.trap[b]);
+        // The tokens since the slot's state was known matter if a save came since, or if the
+        // wave was in one then.
+        if self.trap[b] != Trap::Restored || self.last_save.is_some_and(|k| k > self.trap_at[b]) {
+            self.trap[b] = self.trap_after(data, self.trap_at[b], i, b);
             self.trap_at[b] = i;
             if self.trap[b] != Trap::Restored {
                 return false;
@@ -1434,40 +1452,37 @@ impl Target {
     }
 }
 
-/// Where a held wave of slot index `b` of the target CU is in a context save after words
-/// `from..to` (token starts), from `trap` ([`Trap`]); `end` is a wave token of the slot (its CU
-/// and shader array are the target's).
-fn trap_after(data: &[u8], (from, to): (usize, usize), end: u64, b: usize, mut trap: Trap) -> Trap {
-    let mut j = from;
-    while j < to {
-        let w = words4(data, j);
-        let ty = (w & 0xF) as usize;
-        match ty {
-            CDNA_MISC if w & 0xE00F == CDNA_SAVE_CONTEXT << 13 => trap = Trap::Requested,
-            // A start of the slot on the target CU (shader array 0), as `end` is.
-            CDNA_WAVE_START
-                if ((w >> 14) & 3) as usize * 10 + ((w >> 10) & 0xF) as usize == b
-                    && (w ^ end) & 0x3E0 == 0
-                    && (w >> 22) & 0x7F > 64 =>
-            {
-                trap = match trap {
-                    Trap::Requested => Trap::Standby,
-                    Trap::Standby => Trap::AwaitingPc,
-                    t => t,
+impl Target {
+    /// Where the held wave of slot index `b` is in a context save after words `from..to`
+    /// (token starts), from where it was at `from` ([`Trap`]).
+    fn trap_after(&self, data: &[u8], from: usize, to: usize, b: usize) -> Trap {
+        let mut trap = self.trap[b];
+        let mut j = from;
+        while j < to {
+            let w = words4(data, j);
+            let ty = (w & 0xF) as usize;
+            match ty {
+                CDNA_MISC if cdna_misc(w, CDNA_SAVE_CONTEXT) => trap = Trap::Requested,
+                CDNA_WAVE_START if cdna_context_start(w) && self.slot(w) == Some(b) => {
+                    trap = match trap {
+                        Trap::Requested => Trap::Standby,
+                        Trap::Standby => Trap::AwaitingPc,
+                        t => t,
+                    }
                 }
+                CDNA_INST
+                    if trap == Trap::AwaitingPc
+                        && cdna_inst_slot(w) == b
+                        && (w >> 11) & 0x1F == CDNA_INST_TYPE_PC =>
+                {
+                    trap = Trap::Restored
+                }
+                _ => {}
             }
-            CDNA_INST
-                if trap == Trap::AwaitingPc
-                    && ((w >> 9) & 3) as usize * 10 + ((w >> 5) & 0xF) as usize == b
-                    && (w >> 11) & 0x1F == CDNA_INST_TYPE_PC =>
-            {
-                trap = Trap::Restored
-            }
-            _ => {}
+            j += CDNA_WORDS[ty] as usize;
         }
-        j += CDNA_WORDS[ty] as usize;
+        trap
     }
-    trap
 }
 
 /// The first word in `from..to` (`from` a token start) where an instruction token of slot
@@ -1477,7 +1492,7 @@ fn inst_in(data: &[u8], from: usize, to: usize, b: usize) -> Option<usize> {
     while j < to {
         let w = words4(data, j);
         let ty = (w & 0xF) as usize;
-        if ty == CDNA_INST && ((w >> 9) & 3) as usize * 10 + ((w >> 5) & 0xF) as usize == b {
+        if ty == CDNA_INST && cdna_inst_slot(w) == b {
             return Some(j);
         }
         j += CDNA_WORDS[ty] as usize;
@@ -1525,8 +1540,8 @@ static CDNA_PLAIN: [u16; 1 << 16] = {
         let ty = (w & 0xF) as usize;
         t[x] = if CDNA_REPORTED & (1 << ty) != 0
             || w == 0
-            || w & 0xE00F == CDNA_TIME_RESET << 13 | CDNA_MISC as u64
-            || w & 0xE00F == CDNA_SAVE_CONTEXT << 13 | CDNA_MISC as u64
+            || cdna_misc(w, CDNA_TIME_RESET)
+            || cdna_misc(w, CDNA_SAVE_CONTEXT)
             || cdna_bad_slot(w).is_some()
         {
             CDNA_TAKEN
@@ -1563,7 +1578,7 @@ fn time_reset(data: &[u8], from: usize, n: usize, time: &mut u64, base: &mut i64
             }
             return Some(j);
         }
-        if ty == CDNA_MISC && (w >> 13) & 7 == CDNA_TIME_RESET {
+        if cdna_misc(w, CDNA_TIME_RESET) {
             return Some(j);
         }
         j += len;
@@ -1717,10 +1732,10 @@ fn cdna<S: Sink, const TIGHT: bool>(data: &[u8], sink: &mut S) -> Summary {
         } else {
             time = time.wrapping_add(delta);
             packets += if nop { len as u64 } else { 1 };
-            if w & 0xE00F == CDNA_SAVE_CONTEXT << 13 | CDNA_MISC as u64 {
+            if cdna_misc(w, CDNA_SAVE_CONTEXT) {
                 target.save(i);
             }
-            if w & 0xE00F == CDNA_TIME_RESET << 13 | CDNA_MISC as u64 {
+            if cdna_misc(w, CDNA_TIME_RESET) {
                 if let Some(j) = time_reset(data, i + len, n, &mut time, &mut base) {
                     drop_at = j;
                 }
