@@ -1250,8 +1250,9 @@ fn rdna_walk<S: Split, const LAYOUT4: bool>(
 // ---------------------------------------------------------------------------------------------
 // CDNA
 
-/// 16-bit words per token type.
-pub(crate) const CDNA_WORDS: [u8; 16] = [1, 4, 4, 2, 1, 3, 1, 1, 1, 1, 1, 4, 3, 2, 4, 3];
+/// 16-bit words per token type (what a reader of a stream steps by: the tests that rewrite
+/// streams read it here).
+pub const CDNA_WORDS: [u8; 16] = [1, 4, 4, 2, 1, 3, 1, 1, 1, 1, 1, 4, 3, 2, 4, 3];
 const CDNA_MISC: usize = 0;
 const CDNA_TIMESTAMP: usize = 1;
 const CDNA_WAVE_START: usize = 3;

@@ -17,7 +17,7 @@ mod target_cu;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use sqtt_thread_trace::decode::{amd_cu, shader_data};
+use sqtt_thread_trace::decode::{amd_cu, shader_data, CDNA_WORDS};
 use sqtt_thread_trace::synth::{Encoder, Form, Slot};
 use sqtt_thread_trace::{builtin, waves, Generation, Gpu, Wave};
 
@@ -238,7 +238,6 @@ const INVALID_SHADER_DATA: i32 = 4;
 /// A GFX9 stream with its INST and ISSUE tokens made MISC tokens of the same delta (and zero
 /// words), so that no instruction timing is done: the waves and records stay the stream's.
 fn without_instruction_timing(data: &[u8]) -> Vec<u8> {
-    const WORDS: [usize; 16] = [1, 4, 4, 2, 1, 3, 1, 1, 1, 1, 1, 4, 3, 2, 4, 3];
     let mut w: Vec<u16> = data
         .chunks_exact(2)
         .map(|c| u16::from_le_bytes([c[0], c[1]]))
@@ -246,7 +245,7 @@ fn without_instruction_timing(data: &[u8]) -> Vec<u8> {
     let mut i = 4;
     while i < w.len() {
         let ty = usize::from(w[i] & 0xF);
-        let n = WORDS[ty];
+        let n = usize::from(CDNA_WORDS[ty]);
         if (ty == 10 || ty == 13) && i + n <= w.len() {
             w[i] &= 1 << 4;
             w[i + 1..i + n].fill(0);
@@ -400,7 +399,8 @@ fn agrees_with_amds_decoder() {
     // Random streams of a few slots on and beside the target CU, saves and restores among
     // them (1,000 of 60 tokens; the seeds' range widens them too).
     let mut r = Rng(0x7A26_E7C0 | 1);
-    for k in 0..1000 + (seeds.end - seeds.start.min(seeds.end)).saturating_sub(300) {
+    let randoms = 1000 + seeds.clone().count().saturating_sub(300);
+    for k in 0..randoms {
         let tokens = target_cu::random_tokens(&mut |n| r.below(n), 60);
         let data = target_cu::stream(0, &tokens);
         let t = tallies
