@@ -5,18 +5,20 @@
 //! GFX12 and GFX9, two shader engines each; instruction tracing on: instruction, VALU, exec,
 //! register and other packets between the waves' marker records, nested scopes and points),
 //! their code object and kernel trace, and times `sqtt flamegraph --input raw` as a child process
-//! (its CPU time, from wait4): megabytes of `.att` per CPU second, per generation and in all.
-//! Each route is timed `SQTT_BENCH_REPS` times (default 3), the best taken; the load average is
-//! printed before and after. `SQTT_BENCH_SQTT` names another `sqtt` binary to time instead of
-//! this tree's (a baseline's, on the same bytes: the capture is the same from run to run).
+//! (its CPU time, from wait4, and its wall time) twice: on one core (`--jobs 1`: megabytes of
+//! `.att` per CPU second) and as run by default (the traces decoded on as many threads as CPUs:
+//! CPU seconds, and megabytes per wall second), per generation and in all. Each is timed
+//! `SQTT_BENCH_REPS` times (default 3), the best taken; the load average is printed before and
+//! after. `SQTT_BENCH_SQTT` names another `sqtt` binary to time instead of this tree's (a
+//! baseline's, on the same bytes: the capture is the same from run to run).
 //!
 //! With `SQTT_REFERENCE_DECODER` naming AMD's `librocprof-trace-decoder.so` (never built or
 //! vendored here), the same bytes also go the way rocprofv3 takes them: AMD's decoder (its CPU
-//! time in this process) writes the `ui_output_*` JSON (not timed), and `sqtt flamegraph --input
-//! decoded` reads it (child CPU time); the table gives both routes' MB/s per CPU second, their
-//! ratio, and whether the two flamegraphs are the same bytes.
+//! and wall time in this process, one thread) writes the `ui_output_*` JSON (not timed), and
+//! `sqtt flamegraph --input decoded` reads it (child CPU and wall time); the table gives both
+//! routes' MB/s, their ratios per CPU second (one core) and per wall second (as run), and
+//! whether the flamegraphs are the same bytes.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -153,17 +155,37 @@ fn write_run(root: &Path, g: Generation, gfx: &str, bytes_per_engine: usize) -> 
         .collect()
 }
 
-/// CPU seconds and stdout of `sqtt flamegraph DIR --input INPUT`, as a child process.
-fn flamegraph(dir: &Path, input: &str) -> (f64, Vec<u8>) {
+/// What one `sqtt flamegraph` run took, and what it printed.
+struct Run {
+    cpu: f64,
+    wall: f64,
+    out: Vec<u8>,
+}
+
+/// The `sqtt` binary timed: SQTT_BENCH_SQTT (a baseline's, on the same bytes), else this tree's.
+fn sqtt_binary() -> std::ffi::OsString {
+    std::env::var_os("SQTT_BENCH_SQTT").unwrap_or(env!("CARGO_BIN_EXE_sqtt").into())
+}
+
+/// Whether the binary timed takes `--jobs` (a baseline from before it decodes on one thread).
+fn takes_jobs() -> bool {
+    let help = Command::new(sqtt_binary())
+        .args(["flamegraph", "--help"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&help.stdout).contains("--jobs")
+}
+
+/// `sqtt flamegraph DIR --input INPUT [--jobs JOBS]` as a child process: its CPU and wall time
+/// and its stdout.
+fn flamegraph(dir: &Path, input: &str, jobs: Option<&str>) -> Run {
     let out = dir.join(format!("flamegraph_{input}.txt"));
-    // SQTT_BENCH_SQTT: another `sqtt` binary to time (a baseline's, on the same bytes).
-    let sqtt = std::env::var_os("SQTT_BENCH_SQTT").unwrap_or(env!("CARGO_BIN_EXE_sqtt").into());
-    let mut cmd = Command::new(sqtt);
-    cmd.arg("flamegraph")
-        .arg(dir)
-        .arg("--input")
-        .arg(input)
-        .stdout(std::fs::File::create(&out).unwrap())
+    let mut cmd = Command::new(sqtt_binary());
+    cmd.arg("flamegraph").arg(dir).arg("--input").arg(input);
+    if let Some(j) = jobs {
+        cmd.arg("--jobs").arg(j);
+    }
+    cmd.stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::process::Stdio::inherit());
     let used = child::run(&mut cmd);
     assert!(
@@ -171,8 +193,26 @@ fn flamegraph(dir: &Path, input: &str) -> (f64, Vec<u8>) {
         "sqtt flamegraph --input {input} failed ({})",
         used.status
     );
-    let out = std::fs::read(&out).unwrap();
-    (used.cpu, out)
+    Run {
+        cpu: used.cpu,
+        wall: used.wall,
+        out: std::fs::read(&out).unwrap(),
+    }
+}
+
+/// The best CPU and the best wall time of `reps` runs (each its own best), and the output.
+fn best(reps: usize, mut run: impl FnMut() -> Run) -> Run {
+    let mut b = run();
+    for _ in 1..reps {
+        let r = run();
+        assert!(
+            r.out == b.out,
+            "a run's output changed from one run to the next"
+        );
+        b.cpu = b.cpu.min(r.cpu);
+        b.wall = b.wall.min(r.wall);
+    }
+    b
 }
 
 /// This thread's CPU time in seconds.
@@ -184,19 +224,20 @@ fn thread_cpu() -> f64 {
     t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
-/// AMD's decoder on each `.att` of `dir`'s run: its CPU time, and the ui_output directory
-/// rocprofv3 would write from what it reports.
-fn amd_route(amd: &amd::Amd, dir: &Path, gfx: &str, files: &[PathBuf]) -> f64 {
+/// AMD's decoder on each `.att` of `dir`'s run: its CPU and wall time (as a [`Run`] without
+/// output), and the ui_output directory rocprofv3 would write from what it reports.
+fn amd_route(amd: &amd::Amd, dir: &Path, gfx: &str, files: &[PathBuf]) -> Run {
     let ui = dir.join("ui_output_agent_1_dispatch_1");
     std::fs::create_dir_all(&ui).unwrap();
-    let mut cpu = 0.0;
+    let (mut cpu, mut wall) = (0.0, 0.0);
     let mut listed = serde_json::Map::new();
     let mut occ = serde_json::Map::new();
     for (se, f) in files.iter().enumerate() {
         let data = std::fs::read(f).unwrap();
-        let t = thread_cpu();
+        let (t, w) = (thread_cpu(), std::time::Instant::now());
         let out = amd.decode(&data);
         cpu += thread_cpu() - t;
+        wall += w.elapsed().as_secs_f64();
         assert_eq!(out.status, 0, "AMD's decoder failed on {}", f.display());
         let name = format!("shaderdata_{se}_0.json");
         let records: Vec<serde_json::Value> = out
@@ -224,7 +265,11 @@ fn amd_route(amd: &amd::Amd, dir: &Path, gfx: &str, files: &[PathBuf]) -> f64 {
         json!({"gfxip": gfx, "shaderdata_filenames": listed}).to_string(),
     )
     .unwrap();
-    cpu
+    Run {
+        cpu,
+        wall,
+        out: Vec::new(),
+    }
 }
 
 fn main() {
@@ -244,26 +289,59 @@ fn main() {
     let keep = std::env::var_os("SQTT_BENCH_KEEP").map(PathBuf::from);
     let base = keep.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     let per_engine = (mb << 20) / (3 * SES as usize);
+    let jobs = takes_jobs();
     println!(
-        "raw .att -> sqtt flamegraph, {mb} MB of .att (3 generations x {SES} engines, instruction tracing on); CPU seconds of one process, best of {reps}"
+        "raw .att -> sqtt flamegraph, {mb} MB of .att (3 generations x {SES} engines, instruction tracing on); best of {reps}"
     );
+    println!(
+        "one core: sqtt --jobs 1, MB of .att per CPU second; default: sqtt as run (--jobs as many as CPUs, {} here), CPU and wall seconds",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    if !jobs {
+        println!("(the sqtt timed has no --jobs: one core is its default run)");
+    }
     println!("load average before: {}", load());
     if reference.is_none() {
         println!("({} is not set: AMD's decoder is not run)", amd::VAR);
     }
     println!(
-        "{:8} {:>9} {:>10} {:>12} | {:>12} {:>12} {:>12} {:>9} {:>6}",
+        "{:8} {:>7} | {:>8} {:>8} | {:>8} {:>8} {:>8} | {:>9} {:>9} {:>8} {:>8} | {:>8} {:>8} {:>5}",
+        "",
+        "",
+        "one core",
+        "",
+        "default",
+        "",
+        "",
+        "AMD's",
+        "route",
+        "",
+        "",
+        "raw/AMD",
+        "",
+        ""
+    );
+    println!(
+        "{:8} {:>7} | {:>8} {:>8} | {:>8} {:>8} {:>8} | {:>9} {:>9} {:>8} {:>8} | {:>8} {:>8} {:>5}",
         "gen",
         "att MB",
-        "raw s",
-        "raw MB/s",
-        "AMD dec s",
-        "sqtt json s",
-        "AMD MB/s",
-        "raw/AMD",
+        "CPU s",
+        "MB/s",
+        "CPU s",
+        "wall s",
+        "MB/s",
+        "dec CPU s",
+        "json CPU s",
+        "MB/s",
+        "wall s",
+        "per CPU",
+        "wall",
         "same"
     );
-    let mut totals = BTreeMap::new();
+    // Seconds summed over the generations: (one core CPU, default CPU, default wall, AMD's CPU,
+    // AMD's wall, AMD's decoder CPU, sqtt on its JSON CPU).
+    let mut sums = [0.0f64; 7];
+    let mut total_mb = 0.0;
     for (g, gfx) in [
         (Generation::Gfx11, "gfx1100"),
         (Generation::Gfx12, "gfx1201"),
@@ -276,34 +354,39 @@ fn main() {
             .map(|f| std::fs::metadata(f).unwrap().len())
             .sum();
         let mbytes = bytes as f64 / 1e6;
+        total_mb += mbytes;
         // Warm the page cache, then time.
-        let _ = flamegraph(&dir, "raw");
-        let (mut raw_cpu, raw_out) = flamegraph(&dir, "raw");
-        for _ in 1..reps {
-            raw_cpu = raw_cpu.min(flamegraph(&dir, "raw").0);
-        }
-        *totals.entry("bytes").or_insert(0.0) += mbytes;
-        *totals.entry("raw").or_insert(0.0) += raw_cpu;
+        let _ = flamegraph(&dir, "raw", None);
+        let one = best(reps, || flamegraph(&dir, "raw", jobs.then_some("1")));
+        let default = best(reps, || flamegraph(&dir, "raw", None));
         let mut line = format!(
-            "{gfx:8} {mbytes:>9.1} {raw_cpu:>10.3} {:>12.0} |",
-            mbytes / raw_cpu
+            "{gfx:8} {mbytes:>7.1} | {:>8.3} {:>8.0} | {:>8.3} {:>8.3} {:>8.0} |",
+            one.cpu,
+            mbytes / one.cpu,
+            default.cpu,
+            default.wall,
+            mbytes / default.wall
         );
+        for (i, t) in [one.cpu, default.cpu, default.wall].into_iter().enumerate() {
+            sums[i] += t;
+        }
         if let Some(amd) = &reference {
-            let mut dec = amd_route(amd, &dir, gfx, &files);
-            let (mut json_cpu, json_out) = flamegraph(&dir, "decoded");
-            for _ in 1..reps {
-                dec = dec.min(amd_route(amd, &dir, gfx, &files));
-                json_cpu = json_cpu.min(flamegraph(&dir, "decoded").0);
+            let dec = best(reps, || amd_route(amd, &dir, gfx, &files));
+            let json = best(reps, || flamegraph(&dir, "decoded", None));
+            let (cpu, wall) = (dec.cpu + json.cpu, dec.wall + json.wall);
+            for (i, t) in [cpu, wall, dec.cpu, json.cpu].into_iter().enumerate() {
+                sums[3 + i] += t;
             }
-            let amd_total = dec + json_cpu;
-            *totals.entry("amd").or_insert(0.0) += amd_total;
-            *totals.entry("dec").or_insert(0.0) += dec;
-            *totals.entry("json").or_insert(0.0) += json_cpu;
+            let same = one.out == json.out && default.out == json.out;
             line += &format!(
-                " {dec:>12.3} {json_cpu:>12.3} {:>12.0} {:>8.1}x {:>6}",
-                mbytes / amd_total,
-                amd_total / raw_cpu,
-                if raw_out == json_out { "yes" } else { "NO" }
+                " {:>9.3} {:>9.3} {:>8.0} {:>8.3} | {:>7.1}x {:>7.1}x {:>5}",
+                dec.cpu,
+                json.cpu,
+                mbytes / cpu,
+                wall,
+                cpu / one.cpu,
+                wall / default.wall,
+                if same { "yes" } else { "NO" }
             );
         }
         println!("{line}");
@@ -311,20 +394,24 @@ fn main() {
             std::fs::remove_dir_all(&dir).unwrap();
         }
     }
-    let mbytes = totals["bytes"];
     let mut line = format!(
-        "{:8} {mbytes:>9.1} {:>10.3} {:>12.0} |",
+        "{:8} {total_mb:>7.1} | {:>8.3} {:>8.0} | {:>8.3} {:>8.3} {:>8.0} |",
         "all",
-        totals["raw"],
-        mbytes / totals["raw"]
+        sums[0],
+        total_mb / sums[0],
+        sums[1],
+        sums[2],
+        total_mb / sums[2]
     );
     if reference.is_some() {
         line += &format!(
-            " {:>12.3} {:>12.3} {:>12.0} {:>8.1}x",
-            totals["dec"],
-            totals["json"],
-            mbytes / totals["amd"],
-            totals["amd"] / totals["raw"]
+            " {:>9.3} {:>9.3} {:>8.0} {:>8.3} | {:>7.1}x {:>7.1}x",
+            sums[5],
+            sums[6],
+            total_mb / sums[3],
+            sums[4],
+            sums[3] / sums[0],
+            sums[4] / sums[2]
         );
     }
     println!("{line}");

@@ -101,6 +101,10 @@ struct ReadArgs {
     /// code object the directory lacks (repeatable).
     #[arg(long = "code-object", value_name = "FILE")]
     code_object: Vec<PathBuf>,
+    /// How many threads decode raw .att traces at once (default: the CPUs this process may
+    /// run on, at most 8); 1 decodes them one after another on the main thread.
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    jobs: Option<u16>,
 }
 
 impl ReadArgs {
@@ -115,6 +119,7 @@ impl ReadArgs {
             input: self.input,
             outputs: outputs.iter().map(|p| p.to_path_buf()).collect(),
             to_stdout,
+            jobs: self.jobs.map(usize::from),
         }
     }
 }

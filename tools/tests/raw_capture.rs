@@ -411,6 +411,53 @@ fn a_cut_trace_warns_and_gives_its_whole_packets() {
     assert!(!cut.is_empty());
 }
 
+/// The traces of a dispatch are decoded on several threads (`--jobs`) and read in file order:
+/// every job count gives what one thread gives, output and warnings alike, with traces among
+/// them that stop early, are of no known format, or are no regular file.
+#[test]
+fn every_job_count_reads_a_run_as_one_thread_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("att");
+    write_run(&root, Generation::Gfx11, "gfx1100", false);
+    write_kernel_trace(&root, "json");
+    let host = root.join("node0");
+    let att = |se: u32, dispatch: u64| {
+        host.join(format!("{PID}_{AGENT}_shader_engine_{se}_{dispatch}.att"))
+    };
+    let whole = std::fs::read(att(1, 5)).unwrap();
+    std::fs::write(att(2, 5), &whole[..whole.len() / 2]).unwrap();
+    std::fs::write(att(3, 5), b"no thread trace").unwrap();
+    // A FIFO is refused unopened (nothing blocks).
+    let fifo = Command::new("mkfifo").arg(att(4, 5)).status().unwrap();
+    assert!(fifo.success());
+    std::fs::write(att(5, 5), &whole).unwrap();
+    let d = root.to_str().unwrap();
+    let one = run_ok(&["flamegraph", d, "-j", "1"]);
+    assert!(
+        one.1.contains("shader_engine_2_5.att: decoding stopped"),
+        "{}",
+        one.1
+    );
+    assert!(one.1.contains("shader_engine_3_5.att"), "{}", one.1);
+    assert!(one.1.contains("shader_engine_4_5.att"), "{}", one.1);
+    let stats_one = run_ok(&["stats", d, "--json", "--jobs", "1"]);
+    for jobs in ["2", "3", "16"] {
+        assert_eq!(run_ok(&["flamegraph", d, "-j", jobs]), one, "-j {jobs}");
+        assert_eq!(
+            run_ok(&["stats", d, "--json", "-j", jobs]),
+            stats_one,
+            "-j {jobs}"
+        );
+    }
+    // The default is as many jobs as CPUs: the same again.
+    assert_eq!(run_ok(&["flamegraph", d]), one);
+    for bad in ["0", "many", "-3"] {
+        let o = sqtt(&["flamegraph", d, &format!("--jobs={bad}")]);
+        assert_eq!(o.status.code(), Some(2), "--jobs {bad}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--jobs"), "{}", stderr(&o));
+    }
+}
+
 /// On the raw route the `.att` traces, the code objects and the kernel trace are inputs: an
 /// output (or standard output) that is one of them is refused before anything is written, and
 /// `sqtt diff` reads raw captures as the other commands do.

@@ -1,5 +1,5 @@
 //! A child process timed by `wait4`: how the benchmarks measure a `sqtt` run's own CPU time and
-//! peak RSS, apart from their own.
+//! peak RSS, apart from their own (and its wall time).
 // Each benchmark reads the figures it reports.
 #![allow(dead_code)]
 
@@ -15,11 +15,14 @@ pub struct Usage {
     pub cpu: f64,
     /// Peak resident set, KiB.
     pub rss_kib: u64,
+    /// Seconds from its start to its end.
+    pub wall: f64,
 }
 
 /// Runs `cmd` to its end.
 pub fn run(cmd: &mut Command) -> Usage {
     // Reaped by the wait4 below, which also gives its CPU time and peak RSS.
+    let start = std::time::Instant::now();
     #[allow(clippy::zombie_processes)]
     let child = cmd.spawn().unwrap();
     let mut status = 0;
@@ -29,11 +32,13 @@ pub fn run(cmd: &mut Command) -> Usage {
     // SAFETY: `pid` is our child, not yet reaped; the pointers are to live locals.
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
     assert_eq!(r, pid, "wait4");
+    let wall = start.elapsed().as_secs_f64();
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     Usage {
         ok: libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         status,
         cpu: secs(ru.ru_utime) + secs(ru.ru_stime),
         rss_kib: ru.ru_maxrss as u64,
+        wall,
     }
 }

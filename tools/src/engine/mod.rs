@@ -62,6 +62,9 @@ pub struct Options {
     /// Whether the run writes to standard output, which is then refused when it is redirected
     /// into one of the inputs.
     pub to_stdout: bool,
+    /// How many threads decode raw traces at once (`--jobs`); `None`: as many as there are
+    /// CPUs to run on.
+    pub jobs: Option<usize>,
 }
 
 impl Options {
@@ -85,6 +88,7 @@ impl Default for Options {
             input: crate::raw::Route::Auto,
             outputs: Vec::new(),
             to_stdout: false,
+            jobs: None,
         }
     }
 }

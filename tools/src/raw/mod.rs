@@ -541,6 +541,43 @@ pub fn decode_engine(
     }
 }
 
+/// One shader engine's raw trace as [`read_engine`] leaves it.
+pub struct EngineRead {
+    /// The trace's size, once it is open.
+    pub bytes: Option<u64>,
+    /// Its waves and what the decoder saw (its records in the [`Buffers`] it was decoded
+    /// into); `None`: of no known stream format (not decoded).
+    pub decoded: Result<Option<Decoded>, Error>,
+}
+
+/// Opens, checks and decodes the raw trace of shader engine `se` at `path` into `buffers`
+/// ([`decode_engine`]): the work that can be done apart from the engine, on another thread.
+/// The mapping is gone when it returns.
+pub fn read_engine(se: u32, path: &Path, buffers: &mut Buffers) -> EngineRead {
+    let data = match open_trace(path) {
+        Ok(d) => d,
+        Err(e) => {
+            return EngineRead {
+                bytes: None,
+                decoded: Err(e),
+            }
+        }
+    };
+    let bytes = Some(data.len() as u64);
+    let Some(generation) = generation_of(&data) else {
+        return EngineRead {
+            bytes,
+            decoded: Ok(None),
+        };
+    };
+    let decoded = decode_engine(generation, se, &data, buffers);
+    EngineRead {
+        bytes,
+        // What was made of bytes that changed under the decoder is not the file's.
+        decoded: data.intact(path).map(|()| Some(decoded)),
+    }
+}
+
 /// A decoded record as the engine reads a shaderdata row.
 #[inline]
 pub fn record(r: &decode::ShaderData) -> Record {
