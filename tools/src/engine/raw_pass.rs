@@ -35,7 +35,12 @@ impl Demux {
         let mut file_errors: Vec<String> = Vec::new();
         let mut order = Reorder::default();
         let files = &ui.shaderdata;
-        let jobs = p.catalog.opts.jobs.unwrap_or_else(parallel::default_jobs);
+        let jobs = match p.catalog.opts.jobs {
+            Some(j) => j,
+            // Threads for a dispatch of small traces cost more than they save.
+            None if raw::total_bytes(files) < raw::PARALLEL_MIN_BYTES => 1,
+            None => parallel::default_jobs(),
+        };
         // Each engine's trace mapped and decoded on a worker (its buffers kept for the next),
         // its records read here, engine after engine.
         parallel::in_order(

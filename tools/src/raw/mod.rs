@@ -541,6 +541,21 @@ pub fn decode_engine(
     }
 }
 
+/// The least size of a dispatch's traces, together, decoded on several threads by default: the
+/// threads started for a dispatch and their buffers' fresh pages cost about 0.14 ms of CPU time
+/// (measured on 400 dispatches of two 200 KB traces: 1.27 times the CPU time on two threads for
+/// 8% less wall time), 1% of what 16 MB take.
+pub const PARALLEL_MIN_BYTES: u64 = 16 << 20;
+
+/// The size of the files at `paths`, together (a file that cannot be looked at counts 0).
+pub fn total_bytes(paths: &[(u32, PathBuf)]) -> u64 {
+    paths
+        .iter()
+        .filter_map(|(_, p)| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
 /// One shader engine's raw trace as [`read_engine`] leaves it.
 pub struct EngineRead {
     /// The trace's size, once it is open.
