@@ -23,13 +23,21 @@ pub(super) fn slot_of_key(key: u64) -> (u32, Record) {
 pub(super) struct SlotTable {
     pub(super) slots: Vec<Slot>,
     /// Slot index + 1 (0: none yet) by [`dense_index`], for the usual small fields; made on
-    /// first use (zeroed pages cost nothing until touched).
+    /// first use, or the last table's ([`SPARE_DENSE`]).
     dense: Vec<u32>,
     /// The slots of keys with larger fields.
     sparse: FxHashMap<u64, u32>,
 }
 
 const DENSE_BITS: u32 = 19;
+
+thread_local! {
+    /// The dense index of the last slot table dropped on this thread, its entries zeroed again:
+    /// a run reads a ui directory (a dispatch) after another, and a fresh 2 MB table is zeroed
+    /// whole (the allocator hands back the last one's memory, not fresh zero pages), where the
+    /// last table's used entries are few.
+    static SPARE_DENSE: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// A small index for the usual field sizes: se < 32, cu < 128, simd < 4, wave_id < 32.
 #[inline]
@@ -76,7 +84,10 @@ impl SlotTable {
         match dense {
             Some(d) => {
                 if self.dense.is_empty() {
-                    self.dense = vec![0; 1 << DENSE_BITS];
+                    self.dense = SPARE_DENSE.with_borrow_mut(std::mem::take);
+                    if self.dense.is_empty() {
+                        self.dense = vec![0; 1 << DENSE_BITS];
+                    }
                 }
                 self.dense[d] = i as u32 + 1;
             }
@@ -85,5 +96,58 @@ impl SlotTable {
             }
         }
         i
+    }
+}
+
+impl Drop for SlotTable {
+    fn drop(&mut self) {
+        if self.dense.is_empty() {
+            return;
+        }
+        let r = |s: &Slot| Record {
+            cu: s.cu,
+            simd: s.simd,
+            wave_id: s.wave_id,
+            ..Record::default()
+        };
+        for s in &self.slots {
+            if let Some(d) = dense_index(s.se, &r(s)) {
+                self.dense[d] = 0;
+            }
+        }
+        let dense = std::mem::take(&mut self.dense);
+        // Kept only if the thread is not going away.
+        let _ = SPARE_DENSE.try_with(|spare| *spare.borrow_mut() = dense);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table made after another dropped finds none of the other's slots (the index it takes
+    /// over is all zeros again) and its own.
+    #[test]
+    fn a_table_after_another_starts_empty() {
+        let rec = |cu, simd, wave_id| Record {
+            cu,
+            simd,
+            wave_id,
+            ..Record::default()
+        };
+        let mut first = SlotTable::default();
+        for (se, cu) in [(0, 3), (1, 3), (31, 127)] {
+            first.find(se, &rec(cu, 2, 9), |_| Vec::new());
+        }
+        assert_eq!(first.slots.len(), 3);
+        drop(first);
+        assert!(
+            SPARE_DENSE.with_borrow(|d| d.len() == 1 << DENSE_BITS && d.iter().all(|&i| i == 0))
+        );
+        let mut second = SlotTable::default();
+        assert_eq!(second.find(1, &rec(3, 2, 9), |_| Vec::new()), 0);
+        assert_eq!(second.find(0, &rec(3, 2, 9), |_| Vec::new()), 1);
+        assert_eq!(second.find(1, &rec(3, 2, 9), |_| Vec::new()), 0);
+        assert_eq!(second.slots.len(), 2);
     }
 }
