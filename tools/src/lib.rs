@@ -17,7 +17,6 @@ pub mod flamegraph;
 pub mod input;
 pub mod memory;
 pub mod output;
-pub mod parallel;
 pub mod perfetto;
 pub mod raw;
 pub mod records;

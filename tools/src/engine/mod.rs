@@ -243,6 +243,9 @@ pub struct Trace {
     /// The `--code-object` files.
     option_files: Vec<std::path::PathBuf>,
     pub diag: Diagnostics,
+    /// The workers decoding the raw traces ahead of the engine: started by the first raw time
+    /// domain read (`None` inside: the engine decodes them itself).
+    ahead: Option<Option<crate::raw::ahead::Ahead>>,
 }
 
 /// IDs given to the code objects of `--code-object` files (counting down), out of the way of
@@ -293,6 +296,7 @@ impl Trace {
             extra,
             option_files: code_objects.to_vec(),
             diag,
+            ahead: None,
         })
     }
 
@@ -380,6 +384,10 @@ impl Trace {
         let hint = missing_hint(&self.dir, ui, &codeobjs[..first_extra]);
         let mut catalog = Catalog::new(codeobjs, occ, opts.clone(), names, &mut self.diag);
         catalog.missing_hint = hint;
+        if ui.raw.is_some() && self.ahead.is_none() {
+            self.ahead = Some(crate::raw::ahead::Ahead::start(&self.dir, opts.jobs));
+        }
+        let ahead = self.ahead.as_ref().and_then(Option::as_ref);
         let mut clocks = Clocks::new(catalog.codeobjs.len());
         let packed = opts.decode_markers && catalog.encodings.iter().any(|e| e.has_shader_clock());
         let mut demux = Demux::default();
@@ -389,7 +397,7 @@ impl Trace {
             // corrected, without reading the records again (without a temporary file, or
             // when writing it fails, the second pass reads the JSON again).
             let mut null = NullSink;
-            let mut first = Pass::new(&mut catalog, &mut clocks, names, &mut null);
+            let mut first = Pass::new(&mut catalog, &mut clocks, names, &mut null, ahead);
             first.want_addr = sink.wants_addresses();
             first.log = spill::Spill::new().ok();
             if first.log.is_some() {
@@ -401,7 +409,7 @@ impl Trace {
             let diag = std::mem::take(&mut first.diag);
             clocks.settle(&catalog.codeobjs, &mut self.diag);
             if let Some(events) = events {
-                let mut pass = Pass::new(&mut catalog, &mut clocks, names, sink);
+                let mut pass = Pass::new(&mut catalog, &mut clocks, names, sink, ahead);
                 pass.diag = diag;
                 demux.play(ui, events, &mut pass, progress)?;
                 self.diag.merge(&pass.diag);
@@ -410,7 +418,7 @@ impl Trace {
             }
             demux.reset();
         }
-        let mut pass = Pass::new(&mut catalog, &mut clocks, names, sink);
+        let mut pass = Pass::new(&mut catalog, &mut clocks, names, sink, ahead);
         demux.pass_ui::<_, { demux::DIRECT }>(ui, &mut pass, progress)?;
         self.diag.merge(&pass.diag);
         self.file_errors.append(&mut demux.file_errors);
@@ -430,6 +438,8 @@ struct Pass<'a, S> {
     diag: Diagnostics,
     /// The event log of a [`demux::RECORD`] pass.
     log: Option<spill::Spill>,
+    /// The workers decoding raw traces ahead of the engine, if any.
+    ahead: Option<&'a crate::raw::ahead::Ahead>,
 }
 
 impl<'a, S: Sink> Pass<'a, S> {
@@ -438,8 +448,10 @@ impl<'a, S: Sink> Pass<'a, S> {
         clocks: &'a mut Clocks,
         names: &'a mut Names,
         sink: &'a mut S,
+        ahead: Option<&'a crate::raw::ahead::Ahead>,
     ) -> Self {
         Pass {
+            ahead,
             want_addr: sink.wants_addresses(),
             catalog,
             clocks,

@@ -1,5 +1,5 @@
 //! A pass over a dispatch's raw traces ([`crate::raw`]): each shader engine's `.att` file
-//! decoded once (on worker threads, `--jobs`), its waves added to the occupancy and its records handed to the demultiplexer
+//! decoded once (by workers ahead of the engine, [`crate::raw::ahead`]), its waves added to the occupancy and its records handed to the demultiplexer
 //! in time order, as [`Demux::pass`] hands on the records of the JSON files.
 
 use super::demux::{log, Demux, Mode, Reorder, RECORD};
@@ -7,8 +7,7 @@ use super::{Pass, RunStats, Sink};
 use crate::diag::Progress;
 use crate::error::Error;
 use crate::input::UiDir;
-use crate::parallel;
-use crate::raw::{self, kind, RawDomain};
+use crate::raw::{self, ahead, kind, RawDomain};
 
 impl Demux {
     /// One pass over `ui`: its raw traces when it is a raw domain, else its shaderdata files.
@@ -34,74 +33,70 @@ impl Demux {
         let mut counts = RunStats::default();
         let mut file_errors: Vec<String> = Vec::new();
         let mut order = Reorder::default();
-        let files = &ui.shaderdata;
-        let jobs = match p.catalog.opts.jobs {
-            Some(j) => j,
-            // Threads for a dispatch of small traces cost more than they save.
-            None if raw::total_bytes(files) < raw::PARALLEL_MIN_BYTES => 1,
-            None => parallel::default_jobs(),
-        };
-        // Each engine's trace mapped and decoded on a worker (its buffers kept for the next),
-        // its records read here, engine after engine.
-        parallel::in_order(
-            files.len(),
-            jobs,
-            |i, buffers: &mut raw::Buffers| raw::read_engine(files[i].0, &files[i].1, buffers),
-            |i, read, buffers| {
-                let (se, path) = (files[i].0, &files[i].1);
-                if let Some(bytes) = read.bytes {
-                    // A record pass passes the progress on in its log.
-                    if M == RECORD {
-                        log(p).progress(bytes);
-                    } else {
-                        progress.inc(bytes);
-                    }
+        // Kept from trace to trace (and given to the workers at the end): the records.
+        let mut own: Option<raw::Buffers> = None;
+        for (se, path) in &ui.shaderdata {
+            let se = *se;
+            // Decoded by a worker while the engine read the traces before, or here.
+            let (read, buffers) = match p.ahead {
+                Some(a) => a.take(se, path, own.take()),
+                None => ahead::decode_here(se, path, own.take().unwrap_or_default()),
+            };
+            let buffers = &*own.insert(buffers);
+            if let Some(bytes) = read.bytes {
+                // A record pass passes the progress on in its log.
+                if M == RECORD {
+                    log(p).progress(bytes);
+                } else {
+                    progress.inc(bytes);
                 }
-                let decoded = match read.decoded {
-                    Ok(Some(d)) => d,
-                    Ok(None) => {
-                        counts.files_bad += 1;
-                        p.diag
-                            .warn(kind::NO_GENERATION, || path.display().to_string());
-                        return;
-                    }
-                    Err(e) => {
-                        counts.files_bad += 1;
-                        file_errors.push(e.to_string());
-                        return;
-                    }
-                };
-                if let Some(stop) = decoded.summary.stop {
-                    p.diag.warn(kind::STOPPED, || {
-                        format!("{}: decoding stopped: {stop}", path.display())
-                    });
+            }
+            let decoded = match read.decoded {
+                Ok(Some(d)) => d,
+                Ok(None) => {
+                    counts.files_bad += 1;
+                    p.diag
+                        .warn(kind::NO_GENERATION, || path.display().to_string());
+                    continue;
                 }
-                // The engine's waves before its records: a record's wave is found among them.
-                if let Err(e) =
-                    raw::add_waves(&mut p.catalog.occ, decoded.waves, raw.occupancy_id, path)
-                {
+                Err(e) => {
                     counts.files_bad += 1;
                     file_errors.push(e.to_string());
-                    return;
+                    continue;
                 }
-                counts.files_ok += 1;
-                counts.records += buffers.record_count() as u64;
-                let records = || buffers.records().map(|r| raw::record(&r));
-                // An engine's stream is in time order but where the time wraps or a GFX9 time
-                // reset moves it back: records in order go on without the reorder window's
-                // copies.
-                if records().is_sorted_by_key(|r| r.time) {
-                    for r in records() {
-                        self.record::<S, M>(p, se, &r);
-                    }
-                } else {
-                    for r in records() {
-                        order.push(&r, |x| self.record::<S, M>(p, se, x));
-                    }
-                    order.flush(|r| self.record::<S, M>(p, se, r));
+            };
+            if let Some(stop) = decoded.summary.stop {
+                p.diag.warn(kind::STOPPED, || {
+                    format!("{}: decoding stopped: {stop}", path.display())
+                });
+            }
+            // The engine's waves before its records: a record's wave is found among them.
+            if let Err(e) =
+                raw::add_waves(&mut p.catalog.occ, decoded.waves, raw.occupancy_id, path)
+            {
+                counts.files_bad += 1;
+                file_errors.push(e.to_string());
+                continue;
+            }
+            counts.files_ok += 1;
+            counts.records += buffers.record_count() as u64;
+            let records = || buffers.records().map(|r| raw::record(&r));
+            // An engine's stream is in time order but where the time wraps or a GFX9 time reset
+            // moves it back: records in order go on without the reorder window's copies.
+            if records().is_sorted_by_key(|r| r.time) {
+                for r in records() {
+                    self.record::<S, M>(p, se, &r);
                 }
-            },
-        );
+            } else {
+                for r in records() {
+                    order.push(&r, |x| self.record::<S, M>(p, se, x));
+                }
+                order.flush(|r| self.record::<S, M>(p, se, r));
+            }
+        }
+        if let (Some(a), Some(b)) = (p.ahead, own) {
+            a.give_back(b);
+        }
         if raw.kernel.is_none() {
             let what = if raw.kernel_trace.is_some() {
                 kind::NOT_IN_KERNEL_TRACE

@@ -6,6 +6,7 @@
 //! from `sqtt-thread-trace`'s decoders, which read the streams as AMD's decoder does, and go
 //! through the engine as the JSON ones do.
 
+pub mod ahead;
 pub mod kernels;
 
 use std::collections::BTreeMap;
@@ -540,12 +541,6 @@ pub fn decode_engine(
         summary,
     }
 }
-
-/// The least size of a dispatch's traces, together, decoded on several threads by default: the
-/// threads started for a dispatch and their buffers' fresh pages cost about 0.14 ms of CPU time
-/// (measured on 400 dispatches of two 200 KB traces: 1.27 times the CPU time on two threads for
-/// 8% less wall time), 1% of what 16 MB take.
-pub const PARALLEL_MIN_BYTES: u64 = 16 << 20;
 
 /// The size of the files at `paths`, together (a file that cannot be looked at counts 0).
 pub fn total_bytes(paths: &[(u32, PathBuf)]) -> u64 {
