@@ -101,8 +101,9 @@ struct ReadArgs {
     /// code object the directory lacks (repeatable).
     #[arg(long = "code-object", value_name = "FILE")]
     code_object: Vec<PathBuf>,
-    /// How many threads decode raw .att traces at once (default: the CPUs this process may
-    /// run on, at most 8); 1 decodes them one after another on the main thread.
+    /// How many threads decode raw .att traces ahead of the engine (default: the CPUs this
+    /// process may run on, at most 8, for 4 MB of traces or more); 1: none, the main thread
+    /// decodes each in its turn.
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     jobs: Option<u16>,
 }
