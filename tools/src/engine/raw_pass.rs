@@ -1,6 +1,7 @@
 //! A pass over a dispatch's raw traces ([`crate::raw`]): each shader engine's `.att` file
-//! decoded once (by workers ahead of the engine, [`crate::raw::ahead`]), its waves added to the occupancy and its records handed to the demultiplexer
-//! in time order, as [`Demux::pass`] hands on the records of the JSON files.
+//! decoded once (by workers ahead of the engine, [`crate::raw::ahead`], or here), its waves
+//! added to the occupancy and its records handed to the demultiplexer in time order, as
+//! [`Demux::pass`] hands on the records of the JSON files.
 
 use super::demux::{log, Demux, Mode, Reorder, RECORD};
 use super::{Pass, RunStats, Sink};
