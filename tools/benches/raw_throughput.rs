@@ -164,7 +164,9 @@ struct Run {
 
 /// The `sqtt` binary timed: SQTT_BENCH_SQTT (a baseline's, on the same bytes), else this tree's.
 fn sqtt_binary() -> std::ffi::OsString {
-    std::env::var_os("SQTT_BENCH_SQTT").unwrap_or(env!("CARGO_BIN_EXE_sqtt").into())
+    std::env::var_os("SQTT_BENCH_SQTT")
+        .filter(|s| !s.is_empty())
+        .unwrap_or(env!("CARGO_BIN_EXE_sqtt").into())
 }
 
 /// Whether the binary timed takes `--jobs` (a baseline from before it decodes on one thread).
