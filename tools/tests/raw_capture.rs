@@ -411,9 +411,10 @@ fn a_cut_trace_warns_and_gives_its_whole_packets() {
     assert!(!cut.is_empty());
 }
 
-/// The traces of a dispatch are decoded on several threads (`--jobs`) and read in file order:
-/// every job count gives what one thread gives, output and warnings alike, with traces among
-/// them that stop early, are of no known format, or are no regular file.
+/// The traces are decoded ahead by workers (`--jobs`), across the run's three dispatches, and
+/// read in the engine's order: every job count gives what one thread gives, output and
+/// warnings alike, with traces among them that stop early, are of no known format, or are no
+/// regular file.
 #[test]
 fn every_job_count_reads_a_run_as_one_thread_does() {
     let dir = tempfile::tempdir().unwrap();
