@@ -23,9 +23,10 @@ use crate::input::TraceDir;
 pub const MAX_DEFAULT_JOBS: usize = 8;
 
 /// The least size of a run's raw traces, together, decoded ahead on threads by default: a
-/// worker costs some 0.1 ms to start, and each trace it hands over some 25 us more CPU time than
-/// the engine's own decoding (400 traces of 200 KB: 100 -> 109 ms, for 70% of the wall time);
-/// a run of less is read in a few milliseconds anyway.
+/// worker costs some 0.1 ms to start, and each trace it hands over some 35 us more CPU time than
+/// the engine's own decoding (400 traces of 200 KB: 100 -> 114 to 117 ms, for 67% of the wall
+/// time; the waits, the wake-ups and the TLB flushes of unmapping with two threads running); a
+/// run of less is read in a few milliseconds anyway.
 pub const AHEAD_MIN_BYTES: u64 = 4 << 20;
 
 /// How many threads decode at once when the user does not say: the CPUs this process may use,
