@@ -182,9 +182,9 @@ impl Ahead {
         })
     }
 
-    /// How many traces are decoded at once.
+    /// How many workers decode (fewer than asked for when the system would not start more).
     pub fn jobs(&self) -> usize {
-        self.shared.jobs
+        self.workers.len()
     }
 
     /// The trace of shader engine `se` at `path` read and decoded: by a worker (`own`, buffers
