@@ -829,6 +829,16 @@ pub struct WaveSpan {
     pub kernel_id: u64,
 }
 
+/// The size of `(se, file)` listings' files together (a file that cannot be looked at counts
+/// 0): the progress bar's total, and whether raw traces are worth decoding on workers.
+pub fn files_bytes<'a>(files: impl IntoIterator<Item = &'a (u32, PathBuf)>) -> u64 {
+    files
+        .into_iter()
+        .filter_map(|(_, p)| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
 /// `(se, cu, simd, wave_id)` packed into one key.
 #[inline]
 pub fn slot_key(se: u32, cu: u32, simd: u32, wave: u32) -> u64 {

@@ -243,8 +243,8 @@ pub struct Trace {
     /// The `--code-object` files.
     option_files: Vec<std::path::PathBuf>,
     pub diag: Diagnostics,
-    /// The workers decoding the raw traces ahead of the engine: started by the first raw time
-    /// domain read (`None` inside: the engine decodes them itself).
+    /// The workers decoding the raw traces ahead of the engine, once the first raw time domain
+    /// is read (`Some(None)`: none, the engine decodes them itself).
     ahead: Option<Option<crate::raw::ahead::Ahead>>,
 }
 
@@ -337,13 +337,7 @@ impl Trace {
 
     /// Total bytes of shaderdata, for progress.
     pub fn shaderdata_bytes(&self) -> u64 {
-        self.dir
-            .ui_dirs
-            .iter()
-            .flat_map(|u| u.shaderdata.iter())
-            .filter_map(|(_, p)| std::fs::metadata(p).ok())
-            .map(|m| m.len())
-            .sum()
+        crate::input::files_bytes(self.dir.ui_dirs.iter().flat_map(|u| &u.shaderdata))
     }
 
     /// Runs `sink` over one ui directory.
@@ -384,10 +378,13 @@ impl Trace {
         let hint = missing_hint(&self.dir, ui, &codeobjs[..first_extra]);
         let mut catalog = Catalog::new(codeobjs, occ, opts.clone(), names, &mut self.diag);
         catalog.missing_hint = hint;
-        if ui.raw.is_some() && self.ahead.is_none() {
-            self.ahead = Some(crate::raw::ahead::Ahead::start(&self.dir, opts.jobs));
-        }
-        let ahead = self.ahead.as_ref().and_then(Option::as_ref);
+        let ahead = match ui.raw {
+            Some(_) => self
+                .ahead
+                .get_or_insert_with(|| crate::raw::ahead::Ahead::start(&self.dir, opts.jobs))
+                .as_ref(),
+            None => None,
+        };
         let mut clocks = Clocks::new(catalog.codeobjs.len());
         let packed = opts.decode_markers && catalog.encodings.iter().any(|e| e.has_shader_clock());
         let mut demux = Demux::default();

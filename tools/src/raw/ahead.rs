@@ -130,7 +130,7 @@ impl Ahead {
             .collect();
         let jobs = match jobs {
             Some(j) => j,
-            None if super::total_bytes(&files) < AHEAD_MIN_BYTES => 1,
+            None if crate::input::files_bytes(&files) < AHEAD_MIN_BYTES => 1,
             None => default_jobs(),
         };
         Ahead::new(files, jobs)

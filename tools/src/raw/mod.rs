@@ -542,15 +542,6 @@ pub fn decode_engine(
     }
 }
 
-/// The size of the files at `paths`, together (a file that cannot be looked at counts 0).
-pub fn total_bytes(paths: &[(u32, PathBuf)]) -> u64 {
-    paths
-        .iter()
-        .filter_map(|(_, p)| std::fs::metadata(p).ok())
-        .map(|m| m.len())
-        .sum()
-}
-
 /// One shader engine's raw trace as [`read_engine`] leaves it.
 pub struct EngineRead {
     /// The trace's size, once it is open.
