@@ -450,7 +450,7 @@ fn every_job_count_reads_a_run_as_one_thread_does() {
             "-j {jobs}"
         );
     }
-    // The default is as many jobs as CPUs: the same again.
+    // The default (these traces come to less than 4 MB: the main thread decodes them): the same.
     assert_eq!(run_ok(&["flamegraph", d]), one);
     for bad in ["0", "many", "-3"] {
         let o = sqtt(&["flamegraph", d, &format!("--jobs={bad}")]);
